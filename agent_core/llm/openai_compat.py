@@ -1,0 +1,95 @@
+"""OpenAI-compatible HTTP backend: the production path for vLLM's server (`vllm serve MODEL`),
+Ollama, llama.cpp's server or any endpoint speaking `/v1/chat/completions`.
+
+The `openai` client does the HTTP work and its bounded retries (connection errors, 408/409/429/5xx,
+with backoff); this class maps every failure onto the project's typed `LLMError`s.
+"""
+from __future__ import annotations
+
+import time
+from typing import Sequence
+
+import httpx
+import openai
+
+from .base import (ChatResult, LLMBackend, LLMConnectionError, LLMHTTPError, LLMMalformedReply,
+                   LLMTimeoutError, Message, as_messages)
+
+
+class OpenAICompatBackend(LLMBackend):
+    name = "openai"
+
+    def __init__(self, base_url: str, model: str = "", api_key: str = "EMPTY", timeout: float = 120.0,
+                 max_retries: int = 2):
+        if not base_url.startswith(("http://", "https://")):
+            raise ValueError(f"base URL must start with http:// or https://, got {base_url!r}")
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self._client = openai.OpenAI(base_url=self.base_url, api_key=api_key or "EMPTY",
+                                     timeout=timeout, max_retries=max_retries)
+        self.model = model or ""
+
+    def resolve_model(self) -> str:
+        """The served model's name: the configured one, else the server's first listed model."""
+        if self.model:
+            return self.model
+        try:
+            models = self._client.models.list()
+        except Exception as e:  # mapped below with the same wording as chat failures
+            raise self._map(e) from e
+        ids = [m.id for m in models.data]
+        if not ids:
+            raise LLMMalformedReply(self.name, f"server at {self.base_url} lists no models; pass --model")
+        self.model = ids[0]
+        return self.model
+
+    def chat(self, messages: str | Sequence[Message], *, max_tokens: int = 256, temperature: float = 0.0,
+             stop: Sequence[str] | None = None, timeout: float | None = None) -> ChatResult:
+        model = self.resolve_model()
+        t0 = time.perf_counter()
+        try:
+            resp = self._client.chat.completions.create(
+                model=model, messages=as_messages(messages), max_tokens=max_tokens,
+                temperature=temperature, stop=list(stop) if stop else None,
+                timeout=timeout if timeout is not None else self.timeout,
+            )
+        except Exception as e:
+            raise self._map(e) from e
+        latency = time.perf_counter() - t0
+        choices = getattr(resp, "choices", None)
+        if not choices:
+            raise LLMMalformedReply(self.name, f"reply from {self.base_url} has no choices: {str(resp)[:200]}")
+        msg = choices[0].message
+        text = getattr(msg, "content", None)
+        if text is None or not str(text).strip():
+            raise LLMMalformedReply(self.name, f"empty reply from {self.base_url} (finish_reason="
+                                                f"{choices[0].finish_reason!r})")
+        usage = getattr(resp, "usage", None)
+        return ChatResult(
+            text=str(text), prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+            completion_tokens=getattr(usage, "completion_tokens", 0) or 0, latency_s=latency,
+            backend=self.name, model=getattr(resp, "model", None) or model,
+            finish_reason=choices[0].finish_reason or "",
+        )
+
+    def _map(self, e: Exception) -> Exception:
+        where = self.base_url
+        if isinstance(e, openai.APITimeoutError) or isinstance(e, httpx.TimeoutException):
+            return LLMTimeoutError(self.name, f"no reply from {where} within {self.timeout:g} s "
+                                              f"(after {self.max_retries} retries)")
+        if isinstance(e, openai.APIConnectionError):
+            cause = e.__cause__ or e
+            return LLMConnectionError(self.name, f"cannot reach the LLM server at {where} "
+                                                 f"({type(cause).__name__}: {cause}); is it running?")
+        if isinstance(e, openai.APIStatusError):
+            body = ""
+            try:
+                body = e.response.text[:300]
+            except Exception:
+                pass
+            return LLMHTTPError(self.name, f"HTTP {e.status_code} from {where}: {body or e.message}",
+                                status=e.status_code)
+        if isinstance(e, (ValueError, TypeError, KeyError)) or type(e).__name__ == "APIResponseValidationError":
+            return LLMMalformedReply(self.name, f"malformed reply from {where}: {e}")
+        return LLMConnectionError(self.name, f"request to {where} failed: {type(e).__name__}: {e}")

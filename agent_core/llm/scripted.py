@@ -1,0 +1,46 @@
+"""Scripted backend: replays canned outputs, for deterministic tests only."""
+from __future__ import annotations
+
+import time
+from typing import Callable, Sequence
+
+from .base import ChatResult, LLMBackend, LLMError, LLMExhausted, Message, as_messages, prompt_text
+
+Script = Sequence[str | Exception] | Callable[[str], str]
+
+
+class ScriptedBackend(LLMBackend):
+    """Outputs come from a list (in order; an Exception item is raised) or from a function of the
+    prompt. Every call is kept in `calls` so tests can assert what the agent asked."""
+
+    name = "scripted"
+
+    def __init__(self, script: Script, model: str = "scripted"):
+        self.model = model
+        self._fn = script if callable(script) else None
+        self._items = list(script) if not callable(script) else []
+        self.calls: list[str] = []
+
+    def chat(self, messages: str | Sequence[Message], *, max_tokens: int = 256, temperature: float = 0.0,
+             stop: Sequence[str] | None = None, timeout: float | None = None) -> ChatResult:
+        t0 = time.perf_counter()
+        prompt = prompt_text(as_messages(messages))
+        self.calls.append(prompt)
+        if self._fn is not None:
+            text = self._fn(prompt)
+        else:
+            if not self._items:
+                raise LLMExhausted(self.name, f"script exhausted after {len(self.calls) - 1} calls")
+            item = self._items.pop(0)
+            if isinstance(item, Exception):
+                if isinstance(item, LLMError):
+                    raise item
+                raise LLMError(self.name, f"{type(item).__name__}: {item}")
+            text = item
+        if stop:
+            cut = [text.find(s) for s in stop if s and s in text]
+            if cut:
+                text = text[: min(cut)]
+        return ChatResult(text=text, prompt_tokens=len(prompt.split()), completion_tokens=len(text.split()),
+                          latency_s=time.perf_counter() - t0, backend=self.name, model=self.model,
+                          finish_reason="stop")

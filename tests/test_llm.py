@@ -1,0 +1,134 @@
+"""LLM backends, for real: llama.cpp's OpenAI-compatible server on 127.0.0.1 and in-process llama.cpp."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from agent_core.config import LLMConfig
+from agent_core.llm import (LLMConnectionError, LLMExhausted, LLMHTTPError, LLMMalformedReply, LLMTimeoutError,
+                            ScriptedBackend, make_backend)
+from agent_core.llm.openai_compat import OpenAICompatBackend
+from tests.llm_server import BadServer, LlamaServer, free_port
+
+PLAN_PROMPT = ("You are playing a text game about science. Task: boil water. You are in the kitchen. "
+               "You see a stove, a sink, a metal pot and a cupboard. List, as short numbered steps, "
+               "the actions you would take to boil the water. Be concise.")
+
+
+@pytest.fixture(scope="module")
+def llama_server():
+    srv = LlamaServer()
+    yield srv
+    srv.stop()
+
+
+def test_openai_backend_good_reply(llama_server):
+    be = OpenAICompatBackend(llama_server.base_url, timeout=60, max_retries=0)
+    assert be.resolve_model() == "smollm2"  # asked the server's /v1/models
+    r = be.chat([{"role": "system", "content": "You are helpful."}, {"role": "user", "content": PLAN_PROMPT}],
+                max_tokens=24, temperature=0.0)
+    assert r.text.strip() and r.backend == "openai" and r.model
+    assert r.prompt_tokens > 30 and 0 < r.completion_tokens <= 24 and r.latency_s > 0
+    # stop strings are honoured by the server
+    r2 = be.chat("Count from 1 to 20, separated by commas.", max_tokens=60, stop=["5"])
+    assert "5" not in r2.text and "6" not in r2.text
+
+
+def test_openai_backend_timeout(llama_server):
+    be = OpenAICompatBackend(llama_server.base_url, model="smollm2", timeout=0.2, max_retries=0)
+    t0 = time.perf_counter()
+    with pytest.raises(LLMTimeoutError, match="within 0.2 s"):
+        be.chat(PLAN_PROMPT * 3, max_tokens=400)
+    assert time.perf_counter() - t0 < 5
+
+
+def test_refused_connection_is_a_clear_error():
+    be = OpenAICompatBackend(f"http://127.0.0.1:{free_port()}/v1", model="m", timeout=5, max_retries=1)
+    with pytest.raises(LLMConnectionError, match="cannot reach the LLM server at http://127.0.0.1"):
+        be.chat("hi", max_tokens=4)
+
+
+def test_bad_base_url():
+    with pytest.raises(ValueError, match="http://"):
+        OpenAICompatBackend("localhost:8000/v1")
+
+
+def test_server_killed_mid_run():
+    srv = LlamaServer()
+    try:
+        be = OpenAICompatBackend(srv.base_url, model="smollm2", timeout=60, max_retries=1)
+        assert be.chat("Say hello.", max_tokens=8).text  # alive
+        errors: list[Exception] = []
+
+        def long_call():
+            try:
+                be.chat(PLAN_PROMPT, max_tokens=500)
+            except Exception as e:  # noqa: BLE001 - the test inspects it
+                errors.append(e)
+
+        th = threading.Thread(target=long_call)
+        th.start()
+        time.sleep(1.0)  # the server is generating now
+        srv.kill()
+        th.join(60)
+        assert not th.is_alive()
+        assert len(errors) == 1 and isinstance(errors[0], LLMConnectionError), errors
+        with pytest.raises(LLMConnectionError):  # and later calls say the same, promptly
+            be.chat("again?", max_tokens=4)
+    finally:
+        srv.stop()
+
+
+@pytest.mark.parametrize("mode, exc, match", [
+    ("empty", LLMMalformedReply, "empty reply"),
+    ("nochoices", LLMMalformedReply, "no choices"),
+    ("notjson", LLMMalformedReply, "malformed|no choices"),
+    ("http500", LLMHTTPError, "HTTP 500"),
+    ("http404", LLMHTTPError, "HTTP 404"),
+])
+def test_malformed_and_http_errors(mode, exc, match):
+    srv = BadServer()
+    try:
+        srv.mode = mode
+        be = OpenAICompatBackend(srv.base_url, timeout=5, max_retries=0)
+        with pytest.raises(exc, match=match):
+            be.chat("hi", max_tokens=4)
+    finally:
+        srv.stop()
+
+
+def test_embedded_small_model_real_prompt():
+    """A multi-token prompt: the build flags matter here (a native build dies with SIGILL)."""
+    be = make_backend(LLMConfig(backend="embedded", embedded_model="smollm2-135m", n_ctx=2048, timeout_s=60))
+    r = be.chat(PLAN_PROMPT, max_tokens=32)
+    assert r.text.strip() and r.prompt_tokens > 30 and r.completion_tokens > 0
+    assert r.backend == "embedded" and "SmolLM2" in r.model
+    with pytest.raises(LLMTimeoutError):
+        be.chat(PLAN_PROMPT, max_tokens=2000, timeout=0.05)
+
+
+@pytest.mark.slow
+def test_embedded_default_model_plans():
+    be = make_backend(LLMConfig())  # the shipped default: Qwen2.5-Coder-1.5B
+    r = be.chat(PLAN_PROMPT, max_tokens=80)
+    text = r.text.lower()
+    assert "Qwen" in r.model and r.completion_tokens > 10
+    assert any(w in text for w in ("stove", "pot", "sink", "water"))
+
+
+def test_scripted_backend_and_factory():
+    be = ScriptedBackend(["one", ValueError("boom"), "two END three"])
+    assert be.chat("a").text == "one"
+    with pytest.raises(Exception, match="boom"):
+        be.chat("b")
+    assert be.chat("c", stop=["END"]).text == "two "
+    with pytest.raises(LLMExhausted):
+        be.chat("d")
+    assert len(be.calls) == 4
+    assert ScriptedBackend(lambda p: p.upper()).generate("hi").endswith("HI")
+    with pytest.raises(ValueError, match="unknown LLM backend"):
+        make_backend(LLMConfig(backend="gpt"))
+    with pytest.raises(ValueError, match="unknown embedded model"):
+        make_backend(LLMConfig(backend="embedded", embedded_model="llama-70b"))
