@@ -75,14 +75,10 @@ class ControllerConfig:
     stuck_window: int = 5  # stuck: the rewards of the last 5 steps sum to 0
     buffer_fail_limit: int = 3  # leave Sage mode after this many buffered actions fail in a row
     critical_prefixes: tuple[str, ...] = ("focus on",)  # key decisions that can end the task
+    # phrases in an observation that report a failure or anomaly (the "unexpected" trigger)
     unexpected_markers: tuple[str, ...] = (
-        "broken",
-        "cannot",
-        "can't",
-        "failed",
-        "not possible",
-        "does not work",
-        "nothing happens",
+        "broken", "is not moveable", "is not edible", "not closeable", "not openable", "can't", "cannot",
+        "doesn't", "unknown action", "failed", "nothing happens", "not possible",
     )
 
 

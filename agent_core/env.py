@@ -24,7 +24,7 @@ SPLITS = ("train", "dev", "test")
 INVALID_ACTION_TEXT = "No known action matches that input."
 _ROOM_RE = re.compile(r"This room is called the ([^.]+)\.")
 # Observations that mean the action did nothing (not a crash): the agent must be told it was not valid.
-_NOT_VALID_PREFIXES = (INVALID_ACTION_TEXT,)
+_NOT_VALID_PREFIXES = (INVALID_ACTION_TEXT, "Unknown action.")
 
 
 class EnvError(RuntimeError):

@@ -109,6 +109,7 @@ class StepRecord:
     trigger: Trigger | None = None
     swift_candidates: list[SwiftCandidate] = field(default_factory=list)
     swift_top1: str | None = None  # unconstrained top-1, needed by the invalid trigger and Gate-1
+    swift_valid_ranked: list[SwiftCandidate] = field(default_factory=list)  # beam constrained to valid actions
     plan: dict[str, str] = field(default_factory=dict)  # Q1..Q5
     buffer_before: list[str] = field(default_factory=list)
     buffer_after: list[str] = field(default_factory=list)
@@ -173,7 +174,8 @@ def _from_dict(cls: type, data: dict[str, Any]) -> Any:
             continue  # tolerate additive fields from newer writers of the same schema
         kwargs[key] = value
     obj = cls(**kwargs)
-    nested = {"trigger": Trigger, "swift_candidates": SwiftCandidate, "mappings": ActionMapping,
+    nested = {"trigger": Trigger, "swift_candidates": SwiftCandidate, "swift_valid_ranked": SwiftCandidate,
+              "mappings": ActionMapping,
               "gate1": Gate1Decision, "llm_calls": LLMCall, "env_events": EnvEvent}
     for key, sub in nested.items():
         if not hasattr(obj, key):

@@ -6,6 +6,11 @@ Prompt tokens/s = prompt tokens / time to first token; generation tokens/s from 
 """
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere
+
 import argparse
 import statistics
 import time
@@ -54,7 +59,7 @@ def main() -> None:
                     n_gen += 1
                     text += delta
             end = time.perf_counter()
-            n_prompt = len(llm.tokenize(llm.metadata and PROMPT.encode()))
+            n_prompt = len(llm.tokenize(PROMPT.encode()))  # the chat template adds a few more
             pp.append(n_prompt / (first - t0))
             tg.append((n_gen - 1) / (end - first) if n_gen > 1 else 0.0)
             samples.append(text)

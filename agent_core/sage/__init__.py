@@ -1,0 +1,214 @@
+"""Sage, System 2 (SPEC.md section 3): plan (Q1-Q5), ground the plan into an action buffer, and map
+each buffered action onto the current valid-action set.
+
+The prompts are text files in prompts/ so a teacher can read them and the app can show them.
+Small local models write messy answers ("**Q1.** ...", numbered lists, prose such as "fill it with
+water at the sink"), so parsing is tolerant and records what failed; mapping goes normalize -> exact
+-> nearest valid action by sentence-embedding similarity above a threshold.
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from ..config import SageConfig
+from ..llm import LLMBackend, LLMError, prompt_text
+from ..trace import ActionMapping, LLMCall
+
+PROMPTS = Path(__file__).resolve().parent / "prompts"
+QUESTIONS = ("Q1", "Q2", "Q3", "Q4", "Q5")
+
+
+def load_prompt(name: str) -> str:
+    return (PROMPTS / f"{name}.txt").read_text()
+
+
+# ------------------------------------------------------------------ parsing
+
+_Q_RE = re.compile(r"(?im)^[\s>*#_-]*\**\s*(?:q(?:uestion)?\s*([1-5])|([1-5]))\s*\**\s*[:.)\-]\**\s*")
+
+
+def parse_plan(text: str) -> tuple[dict[str, str], list[str]]:
+    """Q1..Q5 answers from a messy reply; returns (answers, problems)."""
+    marks = [(m.start(), m.end(), m.group(1) or m.group(2)) for m in _Q_RE.finditer(text)]
+    answers: dict[str, str] = {}
+    for i, (_s, e, n) in enumerate(marks):
+        end = marks[i + 1][0] if i + 1 < len(marks) else len(text)
+        body = " ".join(text[e:end].split()).strip(" *")
+        key = f"Q{n}"
+        if body and key not in answers:
+            answers[key] = body
+    problems = [f"no answer for {q}" for q in QUESTIONS if q not in answers]
+    if not answers and text.strip():
+        answers["Q4"] = " ".join(text.split())[:600]  # keep the prose: grounding still gets a plan
+        problems.append("no Q labels found; the whole reply is used as the plan")
+    return answers, problems
+
+
+_BULLET = re.compile(r"^\s*(?:[-*•>]+|\d+\s*[.):]|step\s*\d+\s*[:.)]|command\s*\d*\s*[:.)])\s*", re.I)
+
+
+def parse_actions(text: str, limit: int = 5) -> tuple[list[str], list[str]]:
+    """Commands from a reply: one per line; bullets, numbering, quotes and code fences removed."""
+    actions: list[str] = []
+    problems: list[str] = []
+    for raw in text.replace(";", "\n").splitlines():
+        line = raw.strip().strip("`").strip()
+        if not line or line.lower().startswith(("commands", "here are", "```", "note", "plan")):
+            continue
+        line = _BULLET.sub("", line)
+        line = re.sub(r"\s*\(.*?\)\s*$", "", line)  # trailing comments "(to get water)"
+        line = line.strip(" .,:\"'*`").lower()
+        line = " ".join(line.split())
+        if not line:
+            continue
+        if len(line.split()) > 12:
+            problems.append(f"not a command (too long): {line[:80]!r}")
+            continue
+        actions.append(line)
+        if len(actions) >= limit:
+            break
+    if not actions:
+        problems.append("no commands found in the reply")
+    return actions, problems
+
+
+# ------------------------------------------------------------------ mapping onto valid actions
+
+_ARTICLES = re.compile(r"\b(the|a|an|some)\b\s*")
+_SYNONYMS = ((r"\binto\b", "in"), (r"\bonto\b", "on"), (r"\bturn on\b", "activate"), (r"\bturn off\b", "deactivate"),
+             (r"\bswitch on\b", "activate"), (r"\bswitch off\b", "deactivate"), (r"\btake\b", "pick up"),
+             (r"\bgrab\b", "pick up"), (r"\bget\b", "pick up"), (r"\bdrop\b", "put down"), (r"\bexamine\b", "look at"),
+             (r"\bwalk to\b", "go to"), (r"\bplace\b", "move"), (r"\bput (.+?) (in|on) ", r"move \1 to "))
+
+
+def normalize(action: str) -> str:
+    s = " ".join(action.lower().split()).strip(" .")
+    for pat, rep in _SYNONYMS:
+        s = re.sub(pat, rep, s)
+    s = _ARTICLES.sub("", s)
+    return " ".join(s.split())
+
+
+def map_action(raw: str, valid: Sequence[str], threshold: float, embedder=None) -> ActionMapping:
+    """raw -> a valid action: exact, then normalized, then nearest by embedding similarity."""
+    clean = " ".join(raw.lower().split())
+    valid_set = {v: v for v in valid}
+    if clean in valid_set:
+        return ActionMapping(raw=raw, mapped=clean, method="exact", similarity=1.0)
+    norm = normalize(clean)
+    by_norm = {}
+    for v in valid:
+        by_norm.setdefault(normalize(v), v)
+    if norm in by_norm:
+        return ActionMapping(raw=raw, mapped=by_norm[norm], method="normalized", similarity=1.0)
+    if clean.startswith("go to ") and f"teleport to {clean[6:]}" in valid_set:  # teleportAction is on
+        return ActionMapping(raw=raw, mapped=f"teleport to {clean[6:]}", method="normalized", similarity=1.0)
+    if embedder is None or not valid:
+        return ActionMapping(raw=raw, mapped=None, method="unmapped", similarity=None)
+    vecs = embedder.encode(list(valid))
+    q = embedder.encode([clean])[0]
+    sims = vecs @ q
+    best = int(sims.argmax())
+    sim = float(sims[best])
+    if sim >= threshold:
+        return ActionMapping(raw=raw, mapped=valid[best], method="similarity", similarity=round(sim, 4))
+    return ActionMapping(raw=raw, mapped=None, method="unmapped", similarity=round(sim, 4))
+
+
+# ------------------------------------------------------------------ the planner
+
+@dataclass
+class SageResult:
+    plan: dict[str, str]
+    actions: list[str]  # raw grounded actions (the buffer, before mapping)
+    llm_calls: list[LLMCall] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    error: str | None = None  # an LLM failure: the controller falls back to Swift
+    seconds: float = 0.0
+
+
+@dataclass
+class SageContext:
+    task: str
+    look: str
+    inventory: str
+    score: float
+    time: int
+    history: list[tuple[str, str]]  # (action, observation), oldest first
+    task_name: str = ""
+    memory: str = ""  # formatted AMM records (a hint, never authority), empty when AMM is off
+    worked_examples: list[tuple[str, list[str]]] = field(default_factory=list)  # (task description, actions)
+
+
+def _clip(s: str, n: int) -> str:
+    s = " ".join((s or "").split())
+    return s if len(s) <= n else s[: n - 3] + "..."
+
+
+def _history(ctx: SageContext, k: int) -> str:
+    rows = [f"- {a} --> {_clip(o, 160)}" for a, o in ctx.history[-k:]]
+    return "\n".join(rows) or "(none yet)"
+
+
+class Sage:
+    def __init__(self, llm: LLMBackend, cfg: SageConfig | None = None):
+        self.llm = llm
+        self.cfg = cfg or SageConfig()
+        self.plan_template = load_prompt("plan")
+        self.ground_template = load_prompt("ground")
+        self.example_template = load_prompt("example")
+
+    def _call(self, purpose: str, prompt: str, max_tokens: int, stop: list[str] | None = None) -> LLMCall:
+        call = LLMCall(purpose=purpose, backend=self.llm.name, model=self.llm.model or "", prompt=prompt)
+        try:
+            r = self.llm.chat(prompt, max_tokens=max_tokens, temperature=self.cfg.temperature, stop=stop)
+            call.output, call.prompt_tokens, call.completion_tokens = r.text, r.prompt_tokens, r.completion_tokens
+            call.latency_s, call.model = r.latency_s, r.model
+        except LLMError as e:
+            call.error = str(e)
+        return call
+
+    def plan_prompt(self, ctx: SageContext) -> str:
+        memory = f"Hints from memory (may be wrong; the current observation comes first):\n{ctx.memory}\n" \
+            if ctx.memory else ""
+        return self.plan_template.format(task=ctx.task, look=_clip(ctx.look, 900), inventory=_clip(ctx.inventory, 200),
+                                         score=int(ctx.score), time=ctx.time,
+                                         history=_history(ctx, self.cfg.grounding_history_k), memory=memory)
+
+    def ground_prompt(self, ctx: SageContext, plan: dict[str, str]) -> str:
+        examples = "\n".join(self.example_template.format(task=_clip(d, 300), actions="; ".join(a[:25]))
+                             for d, a in ctx.worked_examples[: self.cfg.worked_examples])
+        plan_text = "\n".join(f"{q}: {plan[q]}" for q in QUESTIONS if q in plan) or "(no plan)"
+        return self.ground_template.format(examples=examples, task=ctx.task, look=_clip(ctx.look, 900),
+                                           inventory=_clip(ctx.inventory, 200),
+                                           history=_history(ctx, self.cfg.grounding_history_k), plan=plan_text)
+
+    def think(self, ctx: SageContext) -> SageResult:
+        """Plan, then ground. Any LLM failure is recorded and returned, never raised."""
+        t0 = time.perf_counter()
+        res = SageResult(plan={}, actions=[])
+        plan_call = self._call("plan", self.plan_prompt(ctx), self.cfg.plan_max_tokens)
+        res.llm_calls.append(plan_call)
+        if plan_call.error:
+            res.error = plan_call.error
+            res.seconds = time.perf_counter() - t0
+            return res
+        res.plan, problems = parse_plan(plan_call.output)
+        res.problems += [f"plan: {p}" for p in problems]
+        ground_call = self._call("ground", self.ground_prompt(ctx, res.plan), self.cfg.ground_max_tokens)
+        res.llm_calls.append(ground_call)
+        if ground_call.error:
+            res.error = ground_call.error
+        else:
+            res.actions, problems = parse_actions(ground_call.output)
+            res.problems += [f"grounding: {p}" for p in problems]
+        res.seconds = time.perf_counter() - t0
+        return res
+
+
+__all__ = ["Sage", "SageContext", "SageResult", "map_action", "normalize", "parse_actions", "parse_plan",
+           "prompt_text", "QUESTIONS"]

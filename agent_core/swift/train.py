@@ -1,0 +1,268 @@
+"""Train Swift by behaviour cloning (device-agnostic, resumable).
+
+    .venv/bin/python -m agent_core.swift.train --out assets/swift/model --max-minutes 120
+
+One command reproduces the shipped model (the exact command is written into its model card).
+CPU by default (flush-denormal on: without it CPU training slows ~4x within minutes); CUDA with bf16
+autocast where present. Checkpoints (model, optimizer, schedule, step, RNG) go to --work every
+evaluation; `--resume` continues from there, so training may span sessions. Schedule: linear warm-up
+then cosine decay to 10% over the planned steps. Dev loss is computed every --eval-every steps;
+training stops early after --patience evaluations without improvement, and the best checkpoint is
+exported with its tokenizer, a loss curve and a training summary.
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import math
+import random
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from .data import build_pairs
+from .model import build_t5, train_tokenizer
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def length_batches(lengths: list[int], max_tokens: int, max_batch: int, rng: random.Random) -> list[list[int]]:
+    """Group examples of similar length so each batch is padded only to its own longest input."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i] + rng.random())
+    batches, cur, cur_max = [], [], 0
+    for i in order:
+        new_max = max(cur_max, lengths[i])
+        if cur and (new_max * (len(cur) + 1) > max_tokens or len(cur) >= max_batch):
+            batches.append(cur)
+            cur, new_max = [], lengths[i]
+        cur.append(i)
+        cur_max = new_max
+    if cur:
+        batches.append(cur)
+    rng.shuffle(batches)
+    return batches
+
+
+def collate(tok, examples: list[dict], max_in: int, max_out: int, device):
+    enc = tok([e["input"] for e in examples], return_tensors="pt", padding=True, truncation=True, max_length=max_in)
+    lab = tok([e["target"] for e in examples], return_tensors="pt", padding=True, truncation=True,
+              max_length=max_out)["input_ids"]
+    lab[lab == tok.pad_token_id] = -100
+    return enc["input_ids"].to(device), enc["attention_mask"].to(device), lab.to(device)
+
+
+def evaluate(model, tok, dev: list[dict], args, device, n_exact: int) -> tuple[float, float]:
+    """Dev loss over all dev pairs and greedy exact match on the first n_exact."""
+    import torch
+
+    model.eval()
+    total, count = 0.0, 0
+    with torch.inference_mode():
+        for i in range(0, len(dev), 32):
+            ids, mask, lab = collate(tok, dev[i:i + 32], args.max_input, args.max_output, device)
+            with _autocast(device):
+                loss = model(input_ids=ids, attention_mask=mask, labels=lab).loss
+            n = int((lab != -100).sum())
+            total += float(loss) * n
+            count += n
+        hits = 0
+        sub = dev[:n_exact]
+        for i in range(0, len(sub), 32):
+            batch = sub[i:i + 32]
+            ids, mask, _ = collate(tok, batch, args.max_input, args.max_output, device)
+            out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=args.max_output, num_beams=1)
+            for e, t in zip(batch, tok.batch_decode(out, skip_special_tokens=True)):
+                hits += " ".join(t.split()) == " ".join(e["target"].split())
+    model.train()
+    return total / max(count, 1), hits / max(len(sub), 1)
+
+
+def _autocast(device):
+    import contextlib
+
+    import torch
+
+    if device.type == "cuda":
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def plot_curve(log: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tr = [r for r in log if "train_loss" in r]
+    ev = [r for r in log if "dev_loss" in r]
+    fig, ax = plt.subplots(1, 2, figsize=(10, 3.5))
+    ax[0].plot([r["step"] for r in tr], [r["train_loss"] for r in tr], label="train", alpha=0.7)
+    ax[0].plot([r["step"] for r in ev], [r["dev_loss"] for r in ev], "o-", label="dev")
+    ax[0].set_xlabel("step"), ax[0].set_ylabel("loss"), ax[0].legend(), ax[0].set_yscale("log")
+    ax[1].plot([r["step"] for r in ev], [r["dev_exact"] for r in ev], "o-", color="C2")
+    ax[1].set_xlabel("step"), ax[1].set_ylabel("dev exact match (greedy)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=str(ROOT / "assets" / "swift" / "model"))
+    ap.add_argument("--work", default=str(ROOT / "runs" / "swift_train"), help="checkpoints for --resume")
+    ap.add_argument("--resume", action="store_true")
+    ap.add_argument("--vocab", type=int, default=6000)
+    ap.add_argument("--d-model", type=int, default=256)
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--d-ff", type=int, default=768)
+    ap.add_argument("--dropout", type=float, default=0.1)
+    ap.add_argument("--lr", type=float, default=1.5e-3)
+    ap.add_argument("--warmup", type=int, default=300)
+    ap.add_argument("--epochs", type=float, default=6.0, help="planned length of the decay schedule")
+    ap.add_argument("--max-minutes", type=float, default=0, help="stop (and export) after this wall time; 0 = none")
+    ap.add_argument("--batch-tokens", type=int, default=12000)
+    ap.add_argument("--max-batch", type=int, default=48)
+    ap.add_argument("--max-input", type=int, default=640)
+    ap.add_argument("--max-output", type=int, default=24)
+    ap.add_argument("--eval-every", type=int, default=400)
+    ap.add_argument("--dev-pairs", type=int, default=1500)
+    ap.add_argument("--exact-pairs", type=int, default=400)
+    ap.add_argument("--patience", type=int, default=6)
+    ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: all cores)")
+    ap.add_argument("--limit-train", type=int, default=0, help="use only this many training pairs (tests)")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+
+    import torch
+    from transformers import AutoTokenizer, T5ForConditionalGeneration
+
+    torch.set_flush_denormal(True)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    work, out = Path(args.work), Path(args.out)
+    work.mkdir(parents=True, exist_ok=True)
+    t_start = time.time()
+
+    train = build_pairs("train", seed=args.seed)
+    dev = build_pairs("dev", seed=args.seed)[: args.dev_pairs]
+    if args.limit_train:
+        train = train[: args.limit_train]
+    if not train or not dev:
+        sys.exit("no training data: run `python -m agent_core.swift.data extract` (or use the committed pack)")
+
+    state_path = work / "state.pt"
+    if args.resume and state_path.exists():
+        tok = AutoTokenizer.from_pretrained(work / "last")
+        model = T5ForConditionalGeneration.from_pretrained(work / "last")
+    else:
+        tok = train_tokenizer([e["input"] for e in train] + [e["target"] for e in train], args.vocab, work / "tok")
+        model = build_t5(len(tok), tok.pad_token_id, tok.eos_token_id, args.d_model, args.layers, args.heads,
+                         args.d_ff, args.dropout)
+    model.to(device).train()
+    n_params = sum(p.numel() for p in model.parameters())
+    lengths = [len(x) for x in tok([e["input"] for e in train], truncation=True, max_length=args.max_input)["input_ids"]]
+    rng = random.Random(args.seed)
+    steps_per_epoch = len(length_batches(lengths, args.batch_tokens, args.max_batch, random.Random(0)))
+    total_steps = int(steps_per_epoch * args.epochs)
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+
+    def lr_at(step: int) -> float:
+        if step < args.warmup:
+            return (step + 1) / args.warmup
+        p = min(1.0, (step - args.warmup) / max(1, total_steps - args.warmup))
+        return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * p))
+
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_at)
+    step, best, bad_evals, log, elapsed_before = 0, float("inf"), 0, [], 0.0
+    if args.resume and state_path.exists():
+        st = torch.load(state_path, weights_only=False)
+        opt.load_state_dict(st["opt"]), sched.load_state_dict(st["sched"])
+        step, best, bad_evals, log = st["step"], st["best"], st["bad_evals"], st["log"]
+        elapsed_before = st.get("elapsed", 0.0)
+        rng.setstate(st["rng"])
+        torch.set_rng_state(st["torch_rng"])
+        print(f"resumed at step {step} (best dev loss {best:.4f})")
+    print(f"{len(train)} train pairs, {len(dev)} dev pairs, {n_params / 1e6:.2f}M parameters, "
+          f"{steps_per_epoch} steps/epoch, {total_steps} planned steps, device {device}")
+
+    def save_state(tag: str) -> None:
+        model.save_pretrained(work / tag)
+        tok.save_pretrained(work / tag)
+        torch.save({"opt": opt.state_dict(), "sched": sched.state_dict(), "step": step, "best": best,
+                    "bad_evals": bad_evals, "log": log, "rng": rng.getstate(), "torch_rng": torch.get_rng_state(),
+                    "elapsed": elapsed_before + time.time() - t_start, "args": vars(args)}, work / "state.tmp")
+        (work / "state.tmp").replace(state_path)
+
+    stop_reason = "schedule done"
+    running, seen, t_log = 0.0, 0, time.time()
+    done = False
+    while not done:
+        for batch in length_batches(lengths, args.batch_tokens, args.max_batch, rng):
+            ids, mask, lab = collate(tok, [train[i] for i in batch], args.max_input, args.max_output, device)
+            with _autocast(device):
+                loss = model(input_ids=ids, attention_mask=mask, labels=lab).loss
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step(), sched.step(), opt.zero_grad(set_to_none=True)
+            step += 1
+            running += float(loss)
+            seen += len(batch)
+            if step % 50 == 0:
+                rate = seen / (time.time() - t_log)
+                log.append({"step": step, "train_loss": running / 50, "lr": sched.get_last_lr()[0],
+                            "ex_per_s": rate})
+                print(f"step {step}/{total_steps} loss {running / 50:.4f} lr {sched.get_last_lr()[0]:.2e} "
+                      f"{rate:.1f} ex/s", flush=True)
+                running, seen, t_log = 0.0, 0, time.time()
+            over_time = args.max_minutes and (time.time() - t_start) / 60 > args.max_minutes
+            if step % args.eval_every == 0 or step >= total_steps or over_time:
+                dl, em = evaluate(model, tok, dev, args, device, args.exact_pairs)
+                log.append({"step": step, "dev_loss": dl, "dev_exact": em,
+                            "minutes": (elapsed_before + time.time() - t_start) / 60})
+                print(f"== eval step {step}: dev loss {dl:.4f}, dev exact match {em:.3f}", flush=True)
+                if dl < best:
+                    best, bad_evals = dl, 0
+                    model.save_pretrained(work / "best")
+                    tok.save_pretrained(work / "best")
+                else:
+                    bad_evals += 1
+                save_state("last")
+                if bad_evals >= args.patience:
+                    stop_reason, done = f"early stop: {bad_evals} evaluations without a better dev loss", True
+                elif over_time:
+                    stop_reason, done = f"wall-time budget of {args.max_minutes:g} min reached", True
+                elif step >= total_steps:
+                    done = True
+                if done:
+                    break
+
+    # export the best checkpoint with its card data
+    src = work / "best" if (work / "best").exists() else work / "last"
+    if out.exists():
+        shutil.rmtree(out)
+    shutil.copytree(src, out)
+    best_eval = min((r for r in log if "dev_loss" in r), key=lambda r: r["dev_loss"])
+    summary = {
+        "parameters": n_params, "architecture": {"d_model": args.d_model, "layers": args.layers, "heads": args.heads,
+                                                  "d_ff": args.d_ff, "vocab": len(tok)},
+        "train_pairs": len(train), "dev_pairs": len(dev), "steps": step, "total_planned_steps": total_steps,
+        "stop_reason": stop_reason, "best_step": best_eval["step"], "best_dev_loss": best_eval["dev_loss"],
+        "best_dev_exact_match": best_eval["dev_exact"], "wall_minutes": (elapsed_before + time.time() - t_start) / 60,
+        "device": str(device), "args": vars(args),
+        "command": "python -m agent_core.swift.train " + " ".join(argv if argv is not None else sys.argv[1:]),
+    }
+    (out / "training_summary.json").write_text(json.dumps(summary, indent=1))
+    with gzip.open(out.parent / "training_log.json.gz", "wt") as fh:
+        json.dump(log, fh)
+    plot_curve(log, out.parent / "loss_curve.png")
+    print(json.dumps({k: v for k, v in summary.items() if k != "args"}, indent=1))
+    return summary
+
+
+if __name__ == "__main__":
+    main()

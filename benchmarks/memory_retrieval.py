@@ -1,0 +1,144 @@
+"""Memory stream speed: write throughput and retrieval latency at 1k, 10k and 100k memories.
+
+    .venv/bin/python benchmarks/memory_retrieval.py [--sizes 1000 10000 100000] [--queries 200]
+
+Bulk filler uses random clustered unit vectors instead of encoded text (encoding 100k texts on a
+CPU takes ~10 minutes); real all-MiniLM-L6-v2 encoding throughput is measured separately. Each
+retrieval is the agent's path: k=5, default weights, last-access updates persisted in
+batches (every 16 retrievals, the default).
+Not a test: run it by hand and copy the figures into docs/BENCHMARKS.md.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from memory_store import MemoryConfig, MemoryStream  # noqa: E402
+from memory_store.embeddings import Embedder, load_model  # noqa: E402
+
+TEXTS = [
+    "Moved the metal pot to the stove in the {r}.", "The thermometer reads {n} degrees celsius.",
+    "Opened the {r} door; it leads to the hallway.", "Focused on the {o}. Score went up by {n}.",
+    "Tried to pick up the {o}: no known action matches that input.", "The {o} in flower pot {n} is a seedling.",
+    "Connected wire {n} to the {o} terminal.", "Plan: find the {o} in the {r}, then use it on the stove.",
+]
+ROOMS = ["kitchen", "greenhouse", "workshop", "hallway", "art studio", "bathroom", "outside", "foundry"]
+OBJECTS = ["metal fork", "orange seed", "light bulb", "battery", "ice cube", "thermometer", "glass cup", "apple"]
+
+
+def fmt(xs: list[float]) -> str:
+    a = np.asarray(xs)
+    return f"p50 {np.percentile(a, 50):6.2f} ms  p95 {np.percentile(a, 95):6.2f} ms"
+
+
+def encoding_throughput(threads: int) -> None:
+    rng = np.random.default_rng(0)
+    texts = [TEXTS[i % len(TEXTS)].format(r=ROOMS[rng.integers(8)], o=OBJECTS[rng.integers(8)], n=i)
+             for i in range(512)]
+    t0 = time.perf_counter()
+    load_model(threads)
+    print(f"model load: {time.perf_counter() - t0:.1f} s (torch threads = {threads})")
+    emb = Embedder(threads=threads, cache_size=4096)
+    t0 = time.perf_counter()
+    emb.encode(texts)
+    dt = time.perf_counter() - t0
+    print(f"real encoding (all-MiniLM-L6-v2, batch 64): {len(texts) / dt:6.0f} texts/s")
+    single = []
+    for i in range(30):
+        t0 = time.perf_counter()
+        emb.encode_one(f"where is the {OBJECTS[i % 8]} number {i}?")
+        single.append((time.perf_counter() - t0) * 1000)
+    cached = []
+    for i in range(30):
+        t0 = time.perf_counter()
+        emb.encode_one(f"where is the {OBJECTS[i % 8]} number {i}?")
+        cached.append((time.perf_counter() - t0) * 1000)
+    print(f"one query encode: {fmt(single)}; cached: {fmt(cached)}")
+
+
+def filler(rng: np.random.Generator, n: int, start: int, centers: np.ndarray) -> tuple[list[dict], np.ndarray]:
+    emb = centers[rng.integers(0, len(centers), n)] + 0.7 * rng.normal(size=(n, centers.shape[1])) / np.sqrt(
+        centers.shape[1])
+    types = rng.choice(["observation", "plan", "reflection"], size=n, p=[0.6, 0.2, 0.2])
+    items = [dict(description=f"filler memory {start + i}", now=float(start + i), type=str(types[i]),
+                  importance=int(rng.integers(1, 11)), task=f"task-{(start + i) % 30}") for i in range(n)]
+    return items, emb.astype(np.float32)
+
+
+def run_size(n: int, queries: int, root: Path, centers: np.ndarray) -> None:
+    rng = np.random.default_rng(n)
+    path = root / f"store_{n}"
+    cfg = MemoryConfig()
+    s = MemoryStream(cfg, path=path)
+    chunk = 5000
+    t0 = time.perf_counter()
+    for start in range(0, n, chunk):
+        items, emb = filler(rng, min(chunk, n - start), start, centers)
+        s.add_many(items, emb)
+    write = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    s.add("a single memory written the agent's way", now=float(n), importance=5, embedding=centers[0])
+    single_add = (time.perf_counter() - t0) * 1000
+    del s
+    t0 = time.perf_counter()
+    s = MemoryStream(cfg, path=path)  # what a restart costs: the mirror is loaded from Chroma
+    reopen = time.perf_counter() - t0
+    print(f"\n== {n:,} memories ==")
+    print(f"write: {n / write:8.0f} memories/s (bulk add_many, precomputed embeddings); single add {single_add:.1f} ms; "
+          f"reopen (load mirror) {reopen:.2f} s")
+    now = float(n + 10)
+    for label, types in (("no filter", None), ("type=observation (60%)", "observation"),
+                         ("type=reflection (20%)", "reflection")):
+        lat: list[float] = []
+        methods: dict[str, int] = {}
+        rounds: list[int] = []
+        for i in range(queries + 10):
+            q = centers[rng.integers(len(centers))] + 0.7 * rng.normal(size=centers.shape[1]) / np.sqrt(
+                centers.shape[1])
+            t0 = time.perf_counter()
+            r = s.retrieve("", now=now + i, k=5, types=types, query_embedding=q)
+            if i >= 10:  # warm-up excluded
+                lat.append((time.perf_counter() - t0) * 1000)
+                methods[r.method] = methods.get(r.method, 0) + 1
+                rounds.append(r.rounds)
+        print(f"retrieve k=5 {label:<24} {fmt(lat)}  ({', '.join(f'{k} {v}' for k, v in methods.items())}; "
+              f"mean rounds {np.mean(rounds):.2f})")
+    del s
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--dir", default=None, help="where to build the stores (default: a temp dir, removed)")
+    args = ap.parse_args()
+    import torch
+
+    torch.set_num_threads(args.threads)
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, torch threads {args.threads}")
+    encoding_throughput(args.threads)
+    print("bulk filler: random clustered unit vectors (200 clusters), not encoded text")
+    centers = np.random.default_rng(1).normal(size=(200, 384))
+    centers /= np.linalg.norm(centers, axis=1, keepdims=True)
+    root = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="membench_"))
+    try:
+        for n in args.sizes:
+            run_size(n, args.queries, root, centers)
+    finally:
+        if not args.dir:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

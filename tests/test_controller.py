@@ -1,0 +1,121 @@
+"""The SwiftSage switching rules against the real ScienceWorld, with a scripted Swift and LLM."""
+from __future__ import annotations
+
+import pytest
+
+from agent_core.config import preset
+from agent_core.controller import Agent, ScriptedSwift
+from agent_core.env import catalog
+from agent_core.llm import LLMConnectionError, ScriptedBackend
+from agent_core.trace import read_episode
+
+PLAN = """**Q1:** The water is in the sink of the kitchen; a metal pot is in the cupboard.
+Q2. The pot and the water are not collected yet.
+3) Fill the pot with water, put it on the stove, turn the stove on.
+Q4 - Nothing is done yet; focus on getting to the kitchen.
+Q5: No mistake so far."""
+
+
+def _agent(tmp_path, swift_actions, llm_script, sw_env):
+    cfg = preset("baseline")
+    return Agent(cfg, ScriptedSwift(swift_actions), ScriptedBackend(llm_script), env=sw_env, runs_dir=tmp_path)
+
+
+def _start(agent, task="boil"):
+    agent.start(task, catalog().get(task).test[0], split="test")
+
+
+def test_invalid_trigger_sage_buffer_and_return_to_swift(tmp_path, sw_env):
+    agent = _agent(tmp_path, ["fly to the moon", "look around", "look around"],
+                   [PLAN, "1. teleport to kitchen\n2. `look at stove`\n"], sw_env)
+    _start(agent)
+    r1 = agent.step()
+    assert r1.trigger.name == "invalid" and r1.trigger.evidence["swift_top1"] == "fly to the moon"
+    assert r1.system == "sage" and r1.action == "teleport to kitchen" and r1.room == "kitchen"
+    assert r1.plan["Q1"].startswith("The water is in the sink") and set(r1.plan) == {"Q1", "Q2", "Q3", "Q4", "Q5"}
+    assert r1.buffer_before == ["teleport to kitchen", "look at stove"] and r1.buffer_after == ["look at stove"]
+    assert [c.purpose for c in r1.llm_calls] == ["plan", "ground"]
+    assert "Task: Your task is to boil" in r1.llm_calls[0].prompt
+    assert "turn the stove on" in r1.llm_calls[1].prompt  # the plan reaches the grounding prompt
+    assert r1.swift_candidates[0].action == "fly to the moon" and r1.swift_candidates[0].valid is False
+    r2 = agent.step()
+    assert r2.system == "sage" and r2.action == "look at stove" and r2.trigger is None and r2.buffer_after == []
+    r3 = agent.step()
+    assert r3.system == "swift" and r3.trigger.name == "buffer_empty" and r3.action == "look around"
+    ep = read_episode(agent.trace_path)
+    assert [s.system for s in ep.steps] == ["sage", "sage", "swift"]
+    assert ep.steps[0].trigger.evidence["swift_top1"] == "fly to the moon"
+
+
+def test_critical_trigger_on_focus(tmp_path, sw_env):
+    agent = _agent(tmp_path, lambda s, v: next(a for a in v if a.startswith("focus on")),
+                   [PLAN, "look around"], sw_env)
+    _start(agent)
+    r = agent.step()
+    assert r.trigger.name == "critical" and r.trigger.evidence["swift_action"].startswith("focus on")
+    assert r.system == "sage" and r.action == "look around"
+
+
+def test_stuck_trigger_after_five_zero_rewards(tmp_path, sw_env):
+    agent = _agent(tmp_path, ["look around"] * 7, [PLAN, "look around"], sw_env)
+    _start(agent)
+    recs = [agent.step() for _ in range(6)]
+    assert all(r.trigger is None and r.system == "swift" for r in recs[:5])
+    assert recs[5].trigger.name == "stuck" and recs[5].trigger.evidence["rewards"] == [0, 0, 0, 0, 0]
+    assert "the last 5 steps sum to 0" in recs[5].trigger.rule
+
+
+def test_unexpected_trigger_on_failure_observation(tmp_path, sw_env):
+    agent = _agent(tmp_path, ["teleport to kitchen", "use thermometer on kitchen", "look around"],
+                   [PLAN, "look at stove"], sw_env)
+    _start(agent)
+    a = agent.step()
+    b = agent.step()
+    assert a.trigger is None and b.trigger is None and "doesn't appear" in b.observation
+    c = agent.step()
+    assert c.trigger.name == "unexpected" and "doesn't" in c.trigger.evidence["markers"]
+    assert c.system == "sage" and c.action == "look at stove"
+
+
+def test_buffer_failures_return_to_swift_and_prose_is_mapped(tmp_path, sw_env):
+    agent = _agent(tmp_path, ["fly away", "look around", "look around"],
+                   [PLAN, "- sing a song to the stars\n- dance with the moon\n- juggle three planets\n"], sw_env)
+    _start(agent)
+    r = agent.step()
+    assert [m.method for m in r.mappings] == ["unmapped"] * 3
+    assert r.system == "swift" and any("failed in a row" in n for n in r.notes)
+    # prose is mapped to the nearest valid action by sentence-embedding similarity
+    agent2 = _agent(tmp_path, ["fly away"], [PLAN, "Teleport to the kitchen room."], sw_env)
+    _start(agent2)
+    r2 = agent2.step()
+    assert r2.system == "sage" and r2.action == "teleport to kitchen"
+    assert r2.mappings[0].method in ("normalized", "similarity")
+
+
+def test_llm_failure_is_recorded_and_swift_acts(tmp_path, sw_env):
+    err = LLMConnectionError("openai", "cannot reach the LLM server at http://127.0.0.1:9/v1")
+    agent = _agent(tmp_path, ["fly to the moon", "look around"], [err], sw_env)
+    _start(agent)
+    r = agent.step()
+    assert r.trigger.name == "invalid" and r.system == "swift"
+    assert r.llm_calls[0].error and "cannot reach" in r.llm_calls[0].error
+    assert any("Sage failed" in n for n in r.notes)
+    assert read_episode(agent.trace_path).steps[0].llm_calls[0].error
+
+
+def test_episode_summary_and_step_limit(tmp_path, sw_env):
+    cfg = preset("baseline")
+    cfg.env.step_limit = 4
+    sw_env.cfg.step_limit = 4
+    try:
+        agent = Agent(cfg, ScriptedSwift(["teleport to kitchen", "teleport to hallway"] * 3), ScriptedBackend([]),
+                      env=sw_env, runs_dir=tmp_path)
+        _start(agent)
+        summary = agent.run()
+        assert summary.steps == 4 and summary.reason == "step_limit"
+        ep = read_episode(agent.trace_path)
+        assert ep.summary.steps == 4 and len(ep.steps) == 4 and ep.steps[-1].done
+        with pytest.raises(RuntimeError, match="over"):
+            agent.step()
+    finally:
+        sw_env.cfg.step_limit = 100
