@@ -16,7 +16,8 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 st.set_page_config(page_title="SwiftSage Explorer", page_icon="🧪", layout="wide")
 
 PAGES = [
-    st.Page("pages/1_Tasks.py", title="Tasks", icon="📚", default=True),
+    st.Page("pages/0_Run.py", title="Run", icon="▶️", default=True),
+    st.Page("pages/1_Tasks.py", title="Tasks", icon="📚"),
     st.Page("pages/2_Memory.py", title="Memory explorer", icon="🧠"),
     st.Page("pages/3_Configurations.py", title="Configurations", icon="⚙️"),
 ]

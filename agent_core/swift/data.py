@@ -74,13 +74,15 @@ def selected_variations(info: TaskInfo, split: str) -> list[int]:
 
 
 def jobs(splits: Iterable[str]) -> list[tuple[str, int, str]]:
-    """(task, variation, split), interleaved across tasks so a partial run covers every task."""
-    per_task = [[(t.name, v, s) for s in splits for v in selected_variations(t, s)] for t in catalog().tasks]
+    """(task, variation, split): dev first, then train interleaved across tasks (round i takes every
+    task's i-th variation), so a partial run has validation data and covers every task evenly."""
     out: list[tuple[str, int, str]] = []
-    i = 0
-    while any(i < len(p) for p in per_task):
-        out.extend(p[i] for p in per_task if i < len(p))
-        i += 1
+    for split in sorted(splits, key=lambda s: s != "dev"):
+        per_task = [[(t.name, v, split) for v in selected_variations(t, split)] for t in catalog().tasks]
+        i = 0
+        while any(i < len(p) for p in per_task):
+            out.extend(p[i] for p in per_task if i < len(p))
+            i += 1
     return out
 
 

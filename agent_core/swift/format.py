@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 _WS = re.compile(r"\s+")
 # Long texts are clipped (deterministically) so the input fits the model; the current room keeps
 # the most room because its visible objects are what the next action names.
-OBS_MAX_CHARS = 160
-ROOM_MAX_CHARS = 700
-INV_MAX_CHARS = 200
-DESC_MAX_CHARS = 400
+OBS_MAX_CHARS = 100
+ROOM_MAX_CHARS = 520
+INV_MAX_CHARS = 160
+DESC_MAX_CHARS = 320
 
 
 def clean(text: str, limit: int | None = None) -> str:

@@ -45,9 +45,10 @@ def train_tokenizer(texts: Sequence[str], vocab_size: int, out_dir: Path):
     tok = SentencePieceBPETokenizer()
     tok.train_from_iterator(texts, vocab_size=vocab_size, min_frequency=2,
                             special_tokens=[SPECIAL["pad"], SPECIAL["eos"], SPECIAL["unk"]])
-    eos_id = tok.token_to_id(SPECIAL["eos"])
-    tok.post_processor = TemplateProcessing(single=f"$A {SPECIAL['eos']}", special_tokens=[(SPECIAL["eos"], eos_id)])
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token=SPECIAL["pad"], eos_token=SPECIAL["eos"],
+    raw = tok._tokenizer  # the plain `tokenizers.Tokenizer` inside the convenience wrapper
+    eos_id = raw.token_to_id(SPECIAL["eos"])
+    raw.post_processor = TemplateProcessing(single=f"$A {SPECIAL['eos']}", special_tokens=[(SPECIAL["eos"], eos_id)])
+    fast = PreTrainedTokenizerFast(tokenizer_object=raw, pad_token=SPECIAL["pad"], eos_token=SPECIAL["eos"],
                                    unk_token=SPECIAL["unk"])
     out_dir.mkdir(parents=True, exist_ok=True)
     fast.save_pretrained(out_dir)
@@ -57,11 +58,12 @@ def train_tokenizer(texts: Sequence[str], vocab_size: int, out_dir: Path):
 # ------------------------------------------------------------------ model
 
 def build_t5(vocab_size: int, pad_id: int, eos_id: int, d_model: int = 256, layers: int = 4, heads: int = 4,
-             d_ff: int = 1024, dropout: float = 0.1):
+             d_ff: int = 1024, dropout: float = 0.1, dec_layers: int | None = None):
+    """A T5 sized for a CPU. The decoder may be shallower: targets are a few tokens, inputs hundreds."""
     from transformers import T5Config, T5ForConditionalGeneration
 
     cfg = T5Config(vocab_size=vocab_size, d_model=d_model, d_kv=d_model // heads, d_ff=d_ff, num_layers=layers,
-                   num_decoder_layers=layers, num_heads=heads, dropout_rate=dropout, feed_forward_proj="gated-gelu",
+                   num_decoder_layers=dec_layers or layers, num_heads=heads, dropout_rate=dropout, feed_forward_proj="gated-gelu",
                    pad_token_id=pad_id, eos_token_id=eos_id, decoder_start_token_id=pad_id,
                    tie_word_embeddings=False, relative_attention_num_buckets=32, relative_attention_max_distance=128)
     return T5ForConditionalGeneration(cfg)

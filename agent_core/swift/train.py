@@ -108,6 +108,60 @@ def plot_curve(log: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
+def write_model_card(path: Path, summary: dict, train: list[dict], dev: list[dict]) -> None:
+    """The shipped model's card, written from the numbers of the run that produced it."""
+    per_task: dict[str, int] = {}
+    for e in train:
+        per_task[e["task"]] = per_task.get(e["task"], 0) + 1
+    n_vars = len({(e["task"], e["variation"]) for e in train})
+    a = summary["architecture"]
+    args = summary["args"]
+    rows = "\n".join(f"| {t} | {n} |" for t, n in sorted(per_task.items()))
+    path.write_text(f"""# Swift model card
+
+Swift is System 1 of the SwiftSage agent: a T5 encoder-decoder trained **from scratch by this project**
+by behaviour cloning on ScienceWorld gold trajectories (no pretrained weights can be downloaded here).
+
+## Data
+- Gold action sequences of **train** variations replayed through the project's ScienceWorld adapter with
+  the SwiftSage simplifications (teleportAction, openDoors, selfWateringFlowerPots, noElectricalAction;
+  the four electrical tasks without noElectricalAction). Dev variations for validation; test never.
+- Down-sampling as SwiftSage: topics 9 and 10 capped at 50 train variations per task, task 3-3 at 100;
+  `look around` and `close door` targets dropped.
+- {len(train):,} training pairs from {n_vars:,} train variations; {len(dev):,} dev pairs.
+  The committed trajectories are `assets/swift/gold_trajectories.jsonl.gz` (manifest: `gold_manifest.json`).
+- Input: the SwiftSage format of SPEC.md (K=10 history with reward annotations, current room, inventory,
+  visited rooms); target: the next gold action.
+
+| task | training pairs |
+|---|---|
+{rows}
+
+## Model
+- `T5ForConditionalGeneration`, d_model {a['d_model']}, {a['layers']} encoder / {a.get('dec_layers', a['layers'])} decoder layers,
+  {a['heads']} heads, d_ff {a['d_ff']} (gated-GELU), vocabulary {a['vocab']} (SentencePiece-style BPE trained on this corpus):
+  **{summary['parameters'] / 1e6:.2f}M parameters**.
+- Inputs truncated to {args['max_input']} tokens, targets to {args['max_output']}.
+
+## Training
+- AdamW, peak learning rate {args['lr']}, {args['warmup']} warm-up steps, cosine decay to 10% over
+  {summary['total_planned_steps']} planned steps ({args['epochs']} epochs); batches of up to {args['batch_tokens']} padded tokens
+  grouped by length; dropout {args['dropout']}; early stopping on dev loss (patience {args['patience']}).
+- Ran {summary['steps']} steps in {summary['wall_minutes']:.0f} minutes on {summary['device']} ({summary['stop_reason']}).
+- Best dev loss **{summary['best_dev_loss']:.4f}** at step {summary['best_step']}; greedy next-action exact match on dev
+  pairs **{summary['best_dev_exact_match']:.1%}**. Loss curve: `loss_curve.png`.
+
+## Reproduce
+```bash
+{summary['command']}
+```
+(`--resume` continues an interrupted run from `runs/swift_train/`.)
+
+## Episode scores
+See docs/BENCHMARKS.md ("Swift only") for the agent's scores on ScienceWorld test variations.
+""")
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=str(ROOT / "assets" / "swift" / "model"))
@@ -116,6 +170,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--vocab", type=int, default=6000)
     ap.add_argument("--d-model", type=int, default=256)
     ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--dec-layers", type=int, default=2)
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--d-ff", type=int, default=768)
     ap.add_argument("--dropout", type=float, default=0.1)
@@ -133,6 +188,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--patience", type=int, default=6)
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: all cores)")
     ap.add_argument("--limit-train", type=int, default=0, help="use only this many training pairs (tests)")
+    ap.add_argument("--dev-split", default="dev", help="validation split (tests may use train)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
 
@@ -149,7 +205,7 @@ def main(argv: list[str] | None = None) -> dict:
     t_start = time.time()
 
     train = build_pairs("train", seed=args.seed)
-    dev = build_pairs("dev", seed=args.seed)[: args.dev_pairs]
+    dev = build_pairs(args.dev_split, seed=args.seed + 1)[: args.dev_pairs]
     if args.limit_train:
         train = train[: args.limit_train]
     if not train or not dev:
@@ -162,7 +218,7 @@ def main(argv: list[str] | None = None) -> dict:
     else:
         tok = train_tokenizer([e["input"] for e in train] + [e["target"] for e in train], args.vocab, work / "tok")
         model = build_t5(len(tok), tok.pad_token_id, tok.eos_token_id, args.d_model, args.layers, args.heads,
-                         args.d_ff, args.dropout)
+                         args.d_ff, args.dropout, args.dec_layers)
     model.to(device).train()
     n_params = sum(p.numel() for p in model.parameters())
     lengths = [len(x) for x in tok([e["input"] for e in train], truncation=True, max_length=args.max_input)["input_ids"]]
@@ -248,7 +304,8 @@ def main(argv: list[str] | None = None) -> dict:
     shutil.copytree(src, out)
     best_eval = min((r for r in log if "dev_loss" in r), key=lambda r: r["dev_loss"])
     summary = {
-        "parameters": n_params, "architecture": {"d_model": args.d_model, "layers": args.layers, "heads": args.heads,
+        "parameters": n_params, "architecture": {"d_model": args.d_model, "layers": args.layers, "dec_layers": args.dec_layers,
+                                                  "heads": args.heads,
                                                   "d_ff": args.d_ff, "vocab": len(tok)},
         "train_pairs": len(train), "dev_pairs": len(dev), "steps": step, "total_planned_steps": total_steps,
         "stop_reason": stop_reason, "best_step": best_eval["step"], "best_dev_loss": best_eval["dev_loss"],
@@ -260,6 +317,7 @@ def main(argv: list[str] | None = None) -> dict:
     with gzip.open(out.parent / "training_log.json.gz", "wt") as fh:
         json.dump(log, fh)
     plot_curve(log, out.parent / "loss_curve.png")
+    write_model_card(out.parent / "MODEL_CARD.md", summary, train, dev)
     print(json.dumps({k: v for k, v in summary.items() if k != "args"}, indent=1))
     return summary
 

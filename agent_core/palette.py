@@ -1,0 +1,11 @@
+"""One colour per actor, the same on every page and chart (DESIGN.md)."""
+ACTOR_COLORS = {
+    "swift": "#1f77b4",   # System 1
+    "sage": "#9467bd",    # System 2 (buffer actions)
+    "critic": "#ff7f0e",  # SRM's bounded Critic
+    "gate1_drop": "#d62728",  # an action Gate-1 dropped
+    "user": "#7f7f7f",
+}
+ACTOR_LABELS = {"swift": "Swift (fast)", "sage": "Sage (slow)", "critic": "Critic", "gate1_drop": "Gate-1 drop",
+                "user": "You"}
+MEMORY_TYPE_COLORS = {"observation": "#4C78A8", "reflection": "#F58518", "plan": "#54A24B"}

@@ -1,0 +1,109 @@
+"""Run one episode from the command line.
+
+    python -m agent_core.run --task boil --variation 0 --preset baseline --llm embedded
+    python -m agent_core.run --task 1-1 --variation 5 --split test --llm openai \
+        --base-url http://127.0.0.1:8000/v1 --model Qwen/Qwen2.5-7B-Instruct
+
+Prints one progress line per step, writes the trace under runs/ as it goes, and a summary at the end.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from .config import PRESETS, load_config
+from .trace import StepRecord
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m agent_core.run", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--task", required=True, help="task name (boil), index (0-29) or id (1-1)")
+    ap.add_argument("--variation", type=int, required=True, help="variation number of that task")
+    ap.add_argument("--split", choices=["train", "dev", "test"], default=None,
+                    help="require the variation to be in this split (default: any)")
+    ap.add_argument("--preset", default="baseline", choices=list(PRESETS))
+    ap.add_argument("--llm", default=None, choices=["embedded", "openai"], help="LLM backend for Sage")
+    ap.add_argument("--embedded-model", default=None, help="qwen2.5-coder-1.5b (default) or smollm2-135m")
+    ap.add_argument("--base-url", default=None, help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
+    ap.add_argument("--model", default=None, help="model name at --base-url (default: the server's first)")
+    ap.add_argument("--max-steps", type=int, default=None, help="step limit (default: env.step_limit, 100)")
+    ap.add_argument("--config", default=None, help="JSON or TOML config file")
+    ap.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE", help="override a field")
+    ap.add_argument("--runs-dir", default=None, help="where to write the trace (default: runs/)")
+    ap.add_argument("--quiet", action="store_true")
+    return ap
+
+
+def progress_line(rec: StepRecord) -> str:
+    why = f"/{rec.trigger.name}" if rec.trigger else ""
+    obs = " ".join(rec.observation.split())
+    obs = obs if len(obs) <= 70 else obs[:67] + "..."
+    reward = f" ({rec.reward:+g})" if rec.reward else ""
+    return f"step {rec.step:3d} [{rec.system}{why}] {rec.action} -> {obs}  score {rec.score:g}{reward}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    overrides = list(args.set)
+    if args.llm:
+        overrides.append(f"llm.backend={args.llm}")
+    if args.embedded_model:
+        overrides.append(f"llm.embedded_model={args.embedded_model}")
+    if args.base_url:
+        overrides.append(f"llm.base_url={args.base_url}")
+    if args.model:
+        overrides.append(f"llm.model={args.model}")
+    if args.max_steps:
+        overrides.append(f"env.step_limit={args.max_steps}")
+    try:
+        cfg = load_config(args.config, args.preset, overrides)
+        from .env import catalog
+
+        catalog().check_variation(args.task, args.variation, args.split)  # clear error before loading models
+    except (ValueError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+    from .controller import RUNS_DIR, Agent, load_swift
+    from .llm import make_backend
+
+    t0 = time.perf_counter()
+    try:
+        swift = load_swift(cfg)
+    except FileNotFoundError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    llm = make_backend(cfg.llm)
+    agent = Agent(cfg, swift, llm, runs_dir=args.runs_dir or RUNS_DIR)
+    try:
+        header = agent.start(args.task, args.variation, split=args.split)
+        if not args.quiet:
+            print(f"{header.task} (#{header.task_index}) variation {header.variation} [{header.split}], "
+                  f"preset {cfg.preset}, Swift {header.models['swift']}, Sage {header.models['sage']}")
+            print(f"task: {header.task_description}")
+            print(f"trace: {agent.trace_path}")
+        summary = agent.run(on_step=None if args.quiet else (lambda r: print(progress_line(r), flush=True)))
+    except KeyboardInterrupt:
+        summary = agent.finish("stopped")
+    except Exception as e:  # noqa: BLE001 - the trace keeps every finished step; say what happened
+        summary = agent.finish("error", error=f"{type(e).__name__}: {e}")
+        print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
+    finally:
+        agent.close()
+    sage_steps = sum(r.system == "sage" for r in agent.records)
+    triggers: dict[str, int] = {}
+    for r in agent.records:
+        if r.trigger:
+            triggers[r.trigger.name] = triggers.get(r.trigger.name, 0) + 1
+    print(f"\n== {summary.reason}: final score {summary.final_score:g}, {summary.steps} steps "
+          f"({summary.steps - sage_steps} Swift, {sage_steps} Sage), triggers {triggers or '{}'}, "
+          f"{time.perf_counter() - t0:.0f} s")
+    print(f"trace: {agent.trace_path}")
+    return 0 if summary.reason != "error" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,140 @@
+"""Swift-only agent (no Sage, no LLM) on ScienceWorld test variations.
+
+    .venv/bin/python benchmarks/swift_only.py [--variations 3] [--step-limit 100] [--workers 2]
+
+Each step Swift ranks the current valid actions (beam search constrained to their prefix tree) and
+the best one is taken; when it has no preference among valid actions the unconstrained top-1 is
+sent as is. Prints per-task and average Final score (negative counted as 0), success rate,
+Steps@Succ and inference latency p50/p95, and writes the raw results to benchmarks/results/.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere
+
+from agent_core.env import ScienceWorld, catalog  # noqa: E402
+from agent_core.swift.format import HistoryStep, SwiftState, swift_input  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_episode(env: ScienceWorld, model, task: str, variation: int, k: int, n: int) -> dict:
+    obs = env.reset(task, variation, split="test")
+    state = SwiftState(task_description=obs.task_description, score=obs.score, look=obs.look,
+                       inventory=obs.inventory, start_room=obs.room)
+    lat: list[float] = []
+    actions: list[str] = []
+    while not obs.done:
+        valid = env.valid_actions()
+        t0 = time.perf_counter()
+        prop = model.propose(swift_input(state, k), valid, n)
+        lat.append(time.perf_counter() - t0)
+        obs = env.step(prop.action)
+        actions.append(prop.action)
+        state.history.append(HistoryStep(prop.action, obs.text, obs.reward, obs.room))
+        state.score, state.look, state.inventory = obs.score, obs.look, obs.inventory
+    return {"task": task, "variation": variation, "final": max(0.0, obs.score), "raw_final": obs.score,
+            "success": obs.score >= 100, "steps": len(actions), "latencies": lat, "actions": actions}
+
+
+def worker(jobs: list[tuple[str, int]], args, out_q) -> None:
+    import torch
+
+    from agent_core.swift.model import SwiftModel
+
+    torch.set_num_threads(1)
+    model = SwiftModel(args.model, threads=1)
+    env = ScienceWorld()
+    env.cfg.step_limit = args.step_limit
+    for task, var in jobs:
+        try:
+            out_q.put(run_episode(env, model, task, var, args.k, args.n))
+        except Exception as e:  # noqa: BLE001 - reported, the benchmark goes on
+            out_q.put({"task": task, "variation": var, "error": f"{type(e).__name__}: {e}"})
+    env.close()
+    out_q.put(None)
+
+
+def main() -> None:
+    import multiprocessing as mp
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default=str(ROOT / "assets" / "swift" / "model"))
+    ap.add_argument("--variations", type=int, default=3, help="first N test variations of each task")
+    ap.add_argument("--step-limit", type=int, default=100)
+    ap.add_argument("--tasks", nargs="*", default=None)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--n", type=int, default=5)
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "swift_only.json"))
+    args = ap.parse_args()
+    cat = catalog()
+    tasks = [cat.get(t) for t in args.tasks] if args.tasks else cat.tasks
+    jobs = [(t.name, v) for t in tasks for v in t.test[: args.variations]]
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    procs = [ctx.Process(target=worker, args=(jobs[i::args.workers], args, q)) for i in range(args.workers)]
+    t0 = time.time()
+    for p in procs:
+        p.start()
+    results, finished = [], 0
+    while finished < len(procs):
+        r = q.get()
+        if r is None:
+            finished += 1
+            continue
+        results.append(r)
+        if "error" in r:
+            print(f"  {r['task']} v{r['variation']}: ERROR {r['error']}", flush=True)
+        else:
+            print(f"  [{len(results)}/{len(jobs)}] {r['task']} v{r['variation']}: final {r['raw_final']:g} in "
+                  f"{r['steps']} steps", flush=True)
+    for p in procs:
+        p.join()
+    ok = [r for r in results if "error" not in r]
+    per_task: dict[str, list[dict]] = {}
+    for r in ok:
+        per_task.setdefault(r["task"], []).append(r)
+    print(f"\n{'task':52s} {'final':>6s} {'succ':>5s} {'steps@succ':>10s}")
+    finals, succs, steps_succ = [], [], []
+    for t in tasks:
+        rs = per_task.get(t.name, [])
+        if not rs:
+            continue
+        f = statistics.mean(r["final"] for r in rs)
+        s = statistics.mean(r["success"] for r in rs)
+        ss = [r["steps"] for r in rs if r["success"]]
+        finals.append(f)
+        succs.append(s)
+        if ss:
+            steps_succ.append(statistics.mean(ss))
+        print(f"{t.index:2d} {t.name:49s} {f:6.1f} {s:5.0%} {statistics.mean(ss) if ss else float('nan'):10.1f}")
+    lat = sorted(x for r in ok for x in r["latencies"])
+    summary = {
+        "episodes": len(ok), "errors": len(results) - len(ok), "tasks": len(finals),
+        "final_macro": statistics.mean(finals) if finals else 0.0,
+        "success_macro": statistics.mean(succs) if succs else 0.0,
+        "steps_at_success": statistics.mean(steps_succ) if steps_succ else None,
+        "latency_p50_ms": 1e3 * lat[len(lat) // 2] if lat else None,
+        "latency_p95_ms": 1e3 * lat[int(0.95 * (len(lat) - 1))] if lat else None,
+        "wall_minutes": (time.time() - t0) / 60, "model": args.model, "variations_per_task": args.variations,
+        "step_limit": args.step_limit,
+    }
+    print(f"\nAVERAGE over {summary['tasks']} tasks ({summary['episodes']} episodes): Final "
+          f"{summary['final_macro']:.2f}, success {summary['success_macro']:.1%}, Steps@Succ "
+          f"{summary['steps_at_success']}, latency p50 {summary['latency_p50_ms']:.0f} ms / p95 "
+          f"{summary['latency_p95_ms']:.0f} ms, {summary['wall_minutes']:.1f} min")
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"summary": summary, "episodes": [{k: v for k, v in r.items() if k != "latencies"}
+                                                                 for r in results]}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

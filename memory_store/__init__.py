@@ -1,0 +1,46 @@
+"""The Generative Agents memory stream on Chroma (SPEC.md section 7): the store behind AMM.
+
+Depends on neither agent_core nor pages. Typical use:
+
+    stream = open_stream(MemoryConfig())                  # persistent, shared per process
+    rating = rate_importance(text, generate)              # LLM 1..10, default on failure
+    stream.add(text, now=step, importance=rating.value, importance_error=rating.error or "")
+    result = stream.retrieve("where is the thermometer", now=step, trigger="T4")
+    record["retrievals"].append(result.to_dict())
+    reflection = maybe_reflect(stream, generate, now=step)  # None below the threshold
+"""
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from memory_store.config import ENV_MEMORY_DIR, MemoryConfig
+from memory_store.embeddings import EMBEDDING_DIM, Embedder, get_embedder
+from memory_store.reflection import (ImportanceRating, Insight, LLMExchange, ReflectionResult, maybe_reflect,
+                                     rate_importance, reflect, should_reflect)
+from memory_store.scoring import RetrievalResult, ScoredCandidate
+from memory_store.stream import (MEMORY_TYPES, TYPE_COLORS, Memory, MemoryStream, load_demo_items,
+                                 seed_demo)
+
+_streams: dict[tuple[str, str], MemoryStream] = {}
+_streams_lock = threading.Lock()
+
+
+def open_stream(config: MemoryConfig | None = None, path: str | None = None) -> MemoryStream:
+    """The process-wide MemoryStream for a directory and collection: the agent and the Memory page
+    in one Streamlit server share it, so the page sees the agent's writes at once."""
+    cfg = config or MemoryConfig()
+    key = (str(Path(path or cfg.persist_dir).resolve()), cfg.collection)
+    with _streams_lock:
+        stream = _streams.get(key)
+        if stream is None:
+            stream = _streams[key] = MemoryStream(cfg, path=key[0])
+        return stream
+
+
+__all__ = [
+    "ENV_MEMORY_DIR", "EMBEDDING_DIM", "MEMORY_TYPES", "TYPE_COLORS", "Embedder", "ImportanceRating", "Insight",
+    "LLMExchange", "Memory", "MemoryConfig", "MemoryStream", "ReflectionResult", "RetrievalResult",
+    "ScoredCandidate", "get_embedder", "load_demo_items", "maybe_reflect", "open_stream", "rate_importance",
+    "reflect", "seed_demo", "should_reflect",
+]

@@ -1,0 +1,122 @@
+"""The Memory explorer page, run for real with Streamlit's AppTest on a real store."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from memory_store import MemoryConfig, RetrievalResult, open_stream, seed_demo
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = str(ROOT / "pages" / "2_Memory.py")
+FIXTURE = ROOT / "tests" / "fixtures" / "memory_trace.jsonl"
+TIMEOUT = 120  # the first run loads the embedding model
+
+
+@pytest.fixture(scope="module")
+def demo_dir(tmp_path_factory) -> str:
+    path = str(tmp_path_factory.mktemp("page_store"))
+    seed_demo(open_stream(MemoryConfig(persist_dir=path)))
+    return path
+
+
+def _page(monkeypatch, store: str) -> AppTest:
+    monkeypatch.setenv("SWIFTSAGE_MEMORY_DIR", store)
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT).run()
+    assert not at.exception, at.exception
+    return at
+
+
+TABS = {"mem_table": 0, "query": 1, "trace": 2}
+
+
+def _table(at: AppTest, panel: str):
+    """The first table of a tab: the memory list, or the ranked retrieval of the query/trace tab."""
+    return at.tabs[TABS[panel]].dataframe[0].value
+
+
+def test_empty_store_offers_the_demo_seed(monkeypatch, tmp_path):
+    at = _page(monkeypatch, str(tmp_path / "empty"))
+    assert "empty" in at.info[0].value
+    at.button(key="mem_seed").click().run()
+    assert not at.exception, at.exception
+    assert at.metric[0].value == str(len(open_stream(MemoryConfig(persist_dir=str(tmp_path / "empty")))))
+    assert int(at.metric[0].value) >= 40
+    assert _table(at, "mem_table").shape[0] == int(at.metric[0].value)
+    assert all(cap.value for cap in at.caption)  # every panel explains itself
+
+
+def test_filters_query_chart_and_sliders_rerank(monkeypatch, demo_dir):
+    at = _page(monkeypatch, demo_dir)
+    total = _table(at, "mem_table").shape[0]
+    at.multiselect(key="mem_f_type").set_value(["reflection"]).run()
+    table = _table(at, "mem_table")
+    assert 0 < len(table) < total and set(table["type"]) == {"reflection"}
+
+    before = len(at.tabs[1].get("plotly_chart"))
+    stream = open_stream(MemoryConfig(persist_dir=demo_dir))
+    access_before = [m.last_access for m in stream.memories()]
+    at.text_input(key="mem_query").input("how do I boil water in a pot").run()
+    at.button(key="mem_retrieve").click().run()
+    assert not at.exception, at.exception
+    assert len(at.tabs[1].get("plotly_chart")) == before + 1  # the score breakdown chart
+    result = RetrievalResult.from_dict(at.session_state["mem_result"])
+    shown = _table(at, "query")
+    assert list(shown["id"]) == result.top_ids
+    assert list(shown["score"]) == [round(c.score, 4) for c in result.top]
+    spec = json.loads(at.tabs[1].get("plotly_chart")[0].proto.spec)
+    assert [t["name"].split(" ")[0] for t in spec["data"]] == ["recency", "importance", "relevance"]
+    assert spec["layout"]["barmode"] == "stack"
+    # exploring does not touch the agent's memory unless asked
+    assert [m.last_access for m in stream.memories()] == access_before
+
+    # importance only: the order must become the one computed from the recorded breakdown
+    at.slider(key="mem_q1_w_recency").set_value(0.0)
+    at.slider(key="mem_q1_w_relevance").set_value(0.0).run()
+    expected = result.rerank({"recency": 0.0, "importance": 1.0, "relevance": 0.0})
+    reranked = _table(at, "query")
+    assert list(reranked["id"]) == [c.id for c in expected]
+    assert list(reranked["id"]) != result.top_ids
+    assert list(reranked["importance"]) == sorted(reranked["importance"], reverse=True)
+
+
+def test_open_a_retrieval_recorded_in_a_trace(monkeypatch, demo_dir):
+    at = _page(monkeypatch, demo_dir)
+    at.text_input(key="mem_trace_path").input(str(FIXTURE)).run()
+    assert not at.exception, at.exception
+    assert any("did not parse" in w.value for w in at.warning)  # the fixture has one broken line
+    pick = at.selectbox(key="mem_trace_pick")
+    assert len(pick.options) == 2 and "T4" in pick.options[0] and "T1" in pick.options[1]
+    recorded = [json.loads(line)["retrievals"][0] for line in FIXTURE.read_text().splitlines()
+                if line.startswith("{") and json.loads(line).get("retrievals")]
+    table = _table(at, "trace")
+    # the scores it had at that step, not recomputed
+    assert list(table["id"]) == recorded[0]["top_ids"]
+    assert list(table["score"]) == [round(c["score"], 4) for c in recorded[0]["candidates"][:3]]
+    at.selectbox(key="mem_trace_pick").set_value(1).run()
+    table = _table(at, "trace")
+    assert list(table["id"]) == recorded[1]["top_ids"]
+
+    # paste a RetrievalResult JSON instead
+    at.text_input(key="mem_trace_path").input("").run()
+    at.text_area(key="mem_paste").input(json.dumps(recorded[1])).run()
+    assert not at.exception, at.exception
+    assert len(at.selectbox(key="mem_trace_pick").options) == 1
+
+
+def test_reflection_tree_links_are_clickable(monkeypatch, demo_dir):
+    at = _page(monkeypatch, demo_dir)
+    stream = open_stream(MemoryConfig(persist_dir=demo_dir))
+    deepest = max((m for m in stream.memories() if m.type == "reflection"), key=lambda m: m.depth)
+    at.selectbox(key="mem_tree_pick").set_value(deepest.id).run()
+    assert any(deepest.description in md.value for md in at.markdown)
+    child = deepest.evidence_ids[0]
+    at.button(key=f"mem_ev_{deepest.id}_{child}").click().run()
+    assert not at.exception, at.exception
+    assert at.session_state["mem_focus"] == child
+    assert any(stream.get(child).description in md.value for md in at.markdown)
+    # and back up through "cited by"
+    at.button(key=f"mem_par_{child}_{deepest.id}").click().run()
+    assert at.session_state["mem_focus"] == deepest.id

@@ -1,0 +1,87 @@
+"""Swift's model: training lowers the loss; the shipped checkpoint ranks candidates on a real state."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent_core.env import catalog
+from agent_core.swift.data import build_pairs, load_trajectories, trajectory_pairs
+from agent_core.swift.format import SwiftState, swift_input
+from agent_core.swift.model import DEFAULT_DIR, SwiftModel, build_t5, train_tokenizer
+
+
+def test_gold_data_is_train_and_dev_only():
+    train = load_trajectories("train")
+    assert len(train) > 100 and {t["split"] for t in train} == {"train"}
+    test_vars = {(t.name, v) for t in catalog().tasks for v in t.test}
+    assert not {(t["task"], t["variation"]) for t in train} & test_vars
+    assert all(t["final_score"] == 100 for t in train[:50])
+
+
+def test_a_few_training_steps_lower_the_loss(tmp_path):
+    import torch
+
+    torch.manual_seed(0)
+    pairs = [p for t in load_trajectories("train")[:6] for p in trajectory_pairs(t)][:32]
+    tok = train_tokenizer([a for a, _ in pairs] + [b for _, b in pairs], 600, tmp_path / "tok")
+    model = build_t5(len(tok), tok.pad_token_id, tok.eos_token_id, d_model=64, layers=2, heads=2, d_ff=128)
+    enc = tok([a for a, _ in pairs], return_tensors="pt", padding=True, truncation=True, max_length=256)
+    lab = tok([b for _, b in pairs], return_tensors="pt", padding=True)["input_ids"]
+    lab[lab == tok.pad_token_id] = -100
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
+
+    def loss() -> torch.Tensor:
+        return model(input_ids=enc["input_ids"], attention_mask=enc["attention_mask"], labels=lab).loss
+
+    model.eval()
+    with torch.no_grad():
+        before = float(loss())
+    model.train()
+    for _ in range(25):
+        opt.zero_grad()
+        loss().backward()
+        opt.step()
+    model.eval()
+    with torch.no_grad():
+        after = float(loss())
+    assert after < before * 0.7, (before, after)
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return SwiftModel(DEFAULT_DIR, threads=1)
+
+
+def test_shipped_checkpoint_ranks_candidates_and_valid_actions(shipped, sw_env):
+    assert (Path(DEFAULT_DIR) / "training_summary.json").exists()
+    info = catalog().get("find-living-thing")
+    obs = sw_env.reset(info.name, info.test[0], split="test")
+    valid = sw_env.valid_actions()
+    state = SwiftState(task_description=obs.task_description, score=obs.score, look=obs.look,
+                       inventory=obs.inventory, start_room=obs.room)
+    prop = shipped.propose(swift_input(state), valid, n=5)
+    scores = [s for _, s in prop.candidates]
+    assert len(prop.candidates) >= 2 and scores == sorted(scores, reverse=True)
+    assert prop.top1 == prop.candidates[0][0]
+    assert prop.valid_ranked and all(a in valid for a, _ in prop.valid_ranked)
+    assert prop.action == prop.valid_ranked[0][0] and prop.action in valid
+    vs = [s for _, s in prop.valid_ranked]
+    assert vs == sorted(vs, reverse=True) and prop.latency_s > 0
+    # the valid ranking is a real preference: it follows the model's own scores of those actions
+    top_valid = [a for a, _ in prop.valid_ranked]
+    assert len(set(top_valid)) == len(top_valid)
+
+
+def test_rank_valid_with_one_or_no_valid_action(shipped):
+    text = "Task: Your task is to find a living thing.; Time: 0; Score: 0; Action history: []; Current room: " \
+           "This room is called the kitchen.; Inventory: nothing; Visited rooms: {kitchen}"
+    assert shipped.rank_valid(text, []) == []
+    only = shipped.rank_valid(text, ["look around"])
+    assert [a for a, _ in only] == ["look around"]
+
+
+def test_pairs_have_the_spec_format():
+    pairs = build_pairs("dev")
+    assert pairs and all(p["input"].startswith("Task: ") and "; Visited rooms: {" in p["input"] for p in pairs[:100])
+    assert not any(p["target"].startswith(("look around", "close door")) for p in pairs)
