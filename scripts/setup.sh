@@ -64,6 +64,20 @@ say "assembling the embedded models"
 .venv/bin/python -m agent_core.llm.embedded --prepare
 
 if [ $WITH_TESTS = 1 ]; then
-  :  # (the browser for end-to-end tests arrives with the Run page)
+  # tests/test_browser.py drives Debian's Chromium through Playwright (never `playwright install`)
+  if [ ! -x /usr/bin/chromium ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+      say "installing Debian's chromium (for the browser test)"
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-liberation >/dev/null
+    elif command -v sudo >/dev/null && command -v apt-get >/dev/null; then
+      say "installing Debian's chromium with sudo (for the browser test)"
+      sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-liberation >/dev/null
+    else
+      echo "ERROR: the browser test needs Debian's chromium at /usr/bin/chromium: install it as root" \
+           "(apt-get install chromium) or rerun this script as root or with sudo" >&2
+      exit 1
+    fi
+    [ -x /usr/bin/chromium ] || { echo "ERROR: apt-get installed chromium but /usr/bin/chromium is missing" >&2; exit 1; }
+  fi
 fi
 say "done"

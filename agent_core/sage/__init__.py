@@ -38,6 +38,11 @@ def parse_plan(text: str) -> tuple[dict[str, str], list[str]]:
     for i, (_s, e, n) in enumerate(marks):
         end = marks[i + 1][0] if i + 1 < len(marks) else len(text)
         body = " ".join(text[e:end].split()).strip(" *")
+        # small models often echo the question before answering: keep only the answer
+        if "?" in body[:160]:
+            head, _, rest = body.partition("?")
+            if rest.strip() and len(head.split()) >= 3:
+                body = re.sub(r"^\s*(a(nswer)?\s*[:.)-])\s*", "", rest.strip(), flags=re.I)
         key = f"Q{n}"
         if body and key not in answers:
             answers[key] = body

@@ -124,7 +124,7 @@ class SwiftModel:
             out = self.model.generate(**enc, num_beams=max(n, 1), num_return_sequences=max(n, 1),
                                       max_new_tokens=self.max_output_tokens, output_scores=True,
                                       return_dict_in_generate=True, early_stopping=True,
-                                      prefix_allowed_tokens_fn=prefix_fn, length_penalty=0.0)
+                                      prefix_allowed_tokens_fn=prefix_fn, length_penalty=1.0)
         texts = self.tokenizer.batch_decode(out.sequences, skip_special_tokens=True)
         scores = out.sequences_scores.tolist() if out.sequences_scores is not None else [0.0] * len(texts)
         seen: dict[str, float] = {}

@@ -231,10 +231,14 @@ def main(argv: list[str] | None = None) -> dict:
         if step < args.warmup:
             return (step + 1) / args.warmup
         p = min(1.0, (step - args.warmup) / max(1, total_steps - args.warmup))
+        if args.max_minutes:  # under a wall-time budget the decay follows the clock, so it ends on time
+            minutes = (elapsed_before + time.time() - t_start) / 60
+            p = max(p, min(1.0, minutes / args.max_minutes))
         return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * p))
 
+    elapsed_before = 0.0
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_at)
-    step, best, bad_evals, log, elapsed_before = 0, float("inf"), 0, [], 0.0
+    step, best, bad_evals, log = 0, float("inf"), 0, []
     if args.resume and state_path.exists():
         st = torch.load(state_path, weights_only=False)
         opt.load_state_dict(st["opt"]), sched.load_state_dict(st["sched"])

@@ -1,0 +1,170 @@
+"""Helpers for end-to-end tests: serve the app with `streamlit run` and drive Debian's Chromium with
+Playwright (never a browser downloaded by `playwright install`).
+
+Also usable by hand, e.g. to refresh the screenshot in the docs:
+    .venv/bin/python -m tests.browser_util --steps 4 --out docs/img/run_page.png
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Iterator
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = Path(os.environ.get("SWIFTSAGE_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def served_app(runs_dir: Path, log_path: Path, env: dict[str, str] | None = None,
+               start_timeout: float = 90.0) -> Iterator[str]:
+    """`streamlit run app.py` on a free port in its own process group; yields the URL and stops the
+    server (and the ScienceWorld JVMs it started) on exit."""
+    port = free_port()
+    full_env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False",
+                "SWIFTSAGE_RUNS_DIR": str(runs_dir), **(env or {})}
+    cmd = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true", "--server.port",
+           str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+           "--server.fileWatcherType", "none"]
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log = open(log_path, "w")
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=full_env, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + start_timeout
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"streamlit exited with {proc.returncode}; log:\n{log_path.read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"streamlit did not answer within {start_timeout:g} s; log:\n"
+                                   f"{log_path.read_text()[-3000:]}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+        with contextlib.suppress(ProcessLookupError):  # the JVMs share the group; make sure they are gone
+            os.killpg(proc.pid, signal.SIGKILL)
+        log.close()
+
+
+@contextlib.contextmanager
+def chromium_page(width: int = 1500, height: int = 1100):
+    """A Playwright page in Debian's headless Chromium."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        try:
+            context = browser.new_context(viewport={"width": width, "height": height})
+            yield context.new_page()  # context.new_page() opens another tab (another Streamlit session)
+        finally:
+            browser.close()
+
+
+def click_button(page, name: str) -> None:
+    page.get_by_role("button", name=name, exact=True).click()
+
+
+def wait_for_step(page, n: int, timeout_s: float) -> str:
+    """Wait until the page's header says 'Step n ·'; returns the header text."""
+    # one JS poll (not locator.wait_for + inner_text): a running episode re-renders the header in between
+    handle = page.wait_for_function(
+        "(prefix) => { const h = [...document.querySelectorAll('h3')].find(e => e.innerText.startsWith(prefix));"
+        " return h ? h.innerText : null; }", arg=f"Step {n} ·", timeout=timeout_s * 1000)
+    return handle.json_value()
+
+
+def wait_idle(page, timeout_s: float = 60) -> None:
+    """Wait until Streamlit has finished the script run (its header shows a running icon meanwhile)."""
+    page.wait_for_timeout(300)
+    page.wait_for_function("() => !document.querySelector('[data-testid^=\"stStatusWidgetRunning\"]')",
+                           timeout=timeout_s * 1000)
+    page.wait_for_timeout(300)
+
+
+def set_number(page, label: str, value: float) -> None:
+    """Type into a sidebar number input (opening the 'Advanced' expander first if it hides it)."""
+    field = page.get_by_role("spinbutton", name=label)
+    if not field.is_visible():
+        page.get_by_test_id("stSidebar").get_by_text("Advanced", exact=True).click()
+    field.fill(str(value))
+    field.press("Enter")
+    wait_idle(page)
+
+
+def screenshot_full(page, path: str | Path) -> None:
+    """The whole page: Streamlit scrolls inside its main section, so grow the viewport to its height first."""
+    height = page.evaluate("() => Math.max(...[...document.querySelectorAll('[data-testid=stMain], "
+                           "[data-testid=stAppScrollToBottomContainer], section')].map(e => e.scrollHeight), "
+                           "document.body.scrollHeight)")
+    size = page.viewport_size or {"width": 1500, "height": 1100}
+    page.set_viewport_size({"width": size["width"], "height": min(max(int(height) + 40, size["height"]), 12000)})
+    page.wait_for_timeout(800)  # charts re-layout at the new size
+    page.screenshot(path=str(path), full_page=True)
+    page.set_viewport_size(size)
+
+
+def main() -> None:  # pragma: no cover - a manual helper
+    import argparse
+    import tempfile
+
+    ap = argparse.ArgumentParser(description="Screenshot the Run page after a few steps")
+    ap.add_argument("--steps", type=int, default=4)
+    ap.add_argument("--out", default="tests/artifacts/run_page_manual.png")
+    ap.add_argument("--model", default="smollm2-135m")
+    ap.add_argument("--threads", type=int, default=0, help="LLM CPU threads (0: the config default)")
+    ap.add_argument("--timeout", type=int, default=0, help="Sage call timeout in s (0: the config default)")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        with served_app(Path(tmp) / "runs", Path(tmp) / "server.log",
+                        env={"SWIFTSAGE_DEFAULT_EMBEDDED_MODEL": args.model}) as url, chromium_page() as page:
+            page.goto(url)
+            page.get_by_role("button", name="Reset", exact=True).wait_for(timeout=60_000)
+            if args.threads:
+                set_number(page, "LLM CPU threads (embedded)", args.threads)
+            if args.timeout:
+                set_number(page, "Sage call timeout (s)", args.timeout)
+            click_button(page, "Reset")
+            wait_for_step(page, 0, 180)
+            for i in range(1, args.steps + 1):
+                t0 = time.monotonic()
+                click_button(page, "Step")
+                wait_for_step(page, i, 900)
+                wait_idle(page, 120)
+                print(f"step {i}: {time.monotonic() - t0:.0f} s", flush=True)
+            time.sleep(2)
+            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+            screenshot_full(page, args.out)
+            print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
