@@ -169,7 +169,7 @@ class EmbeddedBackend(LLMBackend):
                         parts.append(delta)
                         n_chunks += 1
                     finish = choice.get("finish_reason") or finish
-                    if time.perf_counter() - t0 > limit:
+                    if not finish and time.perf_counter() - t0 > limit:
                         stream.close()
                         raise LLMTimeoutError(self.name, f"{self.model} did not finish within {limit:g} s "
                                                          f"({n_chunks} tokens generated)")

@@ -65,7 +65,8 @@ def build_t5(vocab_size: int, pad_id: int, eos_id: int, d_model: int = 256, laye
     cfg = T5Config(vocab_size=vocab_size, d_model=d_model, d_kv=d_model // heads, d_ff=d_ff, num_layers=layers,
                    num_decoder_layers=dec_layers or layers, num_heads=heads, dropout_rate=dropout, feed_forward_proj="gated-gelu",
                    pad_token_id=pad_id, eos_token_id=eos_id, decoder_start_token_id=pad_id,
-                   tie_word_embeddings=False, relative_attention_num_buckets=32, relative_attention_max_distance=128)
+                   # tied embeddings rescale the output by d_model**-0.5: a sane initial loss (~ln V) instead of ~60
+                   tie_word_embeddings=True, relative_attention_num_buckets=32, relative_attention_max_distance=128)
     return T5ForConditionalGeneration(cfg)
 
 
