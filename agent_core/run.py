@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
 from .config import PRESETS, load_config
 from .trace import StepRecord

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..config import SageConfig
-from ..llm import LLMBackend, LLMError, prompt_text
+from ..llm import LLMBackend, LLMError
 from ..trace import ActionMapping, LLMCall
 
 PROMPTS = Path(__file__).resolve().parent / "prompts"
@@ -216,4 +216,4 @@ class Sage:
 
 
 __all__ = ["Sage", "SageContext", "SageResult", "map_action", "normalize", "parse_actions", "parse_plan",
-           "prompt_text", "QUESTIONS"]
+           "QUESTIONS"]

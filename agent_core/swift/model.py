@@ -122,12 +122,14 @@ class SwiftModel:
         import torch
 
         with torch.inference_mode():
-            out = self.model.generate(**enc, num_beams=max(n, 1), num_return_sequences=max(n, 1),
+            # at least 2 beams: beam search is what returns sequence scores (greedy returns none)
+            out = self.model.generate(**enc, num_beams=max(n, 2), num_return_sequences=max(n, 1),
                                       max_new_tokens=self.max_output_tokens, output_scores=True,
                                       return_dict_in_generate=True, early_stopping=True,
                                       prefix_allowed_tokens_fn=prefix_fn, length_penalty=1.0)
         texts = self.tokenizer.batch_decode(out.sequences, skip_special_tokens=True)
-        scores = out.sequences_scores.tolist() if out.sequences_scores is not None else [0.0] * len(texts)
+        seq_scores = getattr(out, "sequences_scores", None)
+        scores = seq_scores.tolist() if seq_scores is not None else [0.0] * len(texts)
         seen: dict[str, float] = {}
         for t, s in zip(texts, scores):
             t = " ".join(t.split())
