@@ -52,9 +52,10 @@ class SwiftConfig:
 
     history_k: int = 10  # K past steps in the input window
     num_candidates: int = 5  # ranked candidates returned by beam search
-    max_input_tokens: int = 1024
+    max_input_tokens: int = 1024  # capped at the length the checkpoint was trained with
     max_output_tokens: int = 32
     checkpoint_dir: str = "assets/swift"
+    loop_guard: bool = True  # skip a best action that continues a room bounce or a no-news streak
 
 
 @dataclass

@@ -21,6 +21,7 @@ from .env import Observation, ScienceWorld
 from .llm import LLMBackend
 from .sage import Sage, SageContext, map_action
 from .swift.format import HistoryStep, SwiftState, swift_input
+from .swift.loop_guard import apply_loop_guard
 from .swift.model import SwiftProposal
 from .trace import (EpisodeHeader, EpisodeSummary, StepRecord, SwiftCandidate, TraceWriter, Trigger)
 
@@ -38,12 +39,13 @@ class SwiftPolicy(Protocol):
 class ModelSwift:
     """The trained Swift model behind the controller's interface."""
 
-    def __init__(self, model, k: int = 10, n: int = 5):
-        self.model, self.k, self.n = model, k, n
+    def __init__(self, model, k: int = 10, n: int = 5, loop_guard: bool = True):
+        self.model, self.k, self.n, self.loop_guard = model, k, n, loop_guard
         self.name = model.name
 
     def propose(self, state: SwiftState, valid_actions: Sequence[str]) -> SwiftProposal:
-        return self.model.propose(swift_input(state, self.k), valid_actions, self.n)
+        prop = self.model.propose(swift_input(state, self.k), valid_actions, self.n)
+        return apply_loop_guard(prop, state.history) if self.loop_guard else prop
 
 
 class ScriptedSwift:
@@ -70,7 +72,7 @@ def load_swift(cfg: Config) -> SwiftPolicy:
 
     model = SwiftModel(ROOT / cfg.swift.checkpoint_dir / "model", threads=default_threads(),
                        max_input_tokens=cfg.swift.max_input_tokens, max_output_tokens=cfg.swift.max_output_tokens)
-    return ModelSwift(model, cfg.swift.history_k, cfg.swift.num_candidates)
+    return ModelSwift(model, cfg.swift.history_k, cfg.swift.num_candidates, cfg.swift.loop_guard)
 
 
 _GOLD_CACHE: dict[str, list[tuple[str, list[str]]]] = {}
@@ -262,6 +264,8 @@ class Agent:
             t0 = time.perf_counter()
             prop = self.swift.propose(st.swift_state, valid)
             timings["swift"] = time.perf_counter() - t0
+            if prop.guard:
+                notes.append(f"Swift loop guard: {prop.guard}")
             fired = self._triggers(prop, valid_set)
             if fired:
                 trigger = Trigger(fired[0].name, fired[0].rule,

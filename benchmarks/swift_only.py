@@ -3,8 +3,8 @@
     .venv/bin/python benchmarks/swift_only.py [--variations 3] [--step-limit 100] [--workers 2]
 
 Each step Swift ranks the current valid actions (beam search constrained to their prefix tree) and
-the best one is taken; when it has no preference among valid actions the unconstrained top-1 is
-sent as is. Prints per-task and average Final score (negative counted as 0), success rate,
+the best one is taken (after the loop guard, unless --no-loop-guard); when it has no preference among
+valid actions the unconstrained top-1 is sent as is. This is exactly the agent's Swift (ModelSwift). Prints per-task and average Final score (negative counted as 0), success rate,
 Steps@Succ and inference latency p50/p95, and writes the raw results to benchmarks/results/.
 """
 from __future__ import annotations
@@ -19,42 +19,46 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere
 
 from agent_core.env import ScienceWorld, catalog  # noqa: E402
-from agent_core.swift.format import HistoryStep, SwiftState, swift_input  # noqa: E402
+from agent_core.swift.format import HistoryStep, SwiftState  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_episode(env: ScienceWorld, model, task: str, variation: int, k: int, n: int) -> dict:
+def run_episode(env: ScienceWorld, swift, task: str, variation: int) -> dict:
     obs = env.reset(task, variation, split="test")
     state = SwiftState(task_description=obs.task_description, score=obs.score, look=obs.look,
                        inventory=obs.inventory, start_room=obs.room)
     lat: list[float] = []
     actions: list[str] = []
+    guarded = 0
     while not obs.done:
         valid = env.valid_actions()
         t0 = time.perf_counter()
-        prop = model.propose(swift_input(state, k), valid, n)
+        prop = swift.propose(state, valid)
         lat.append(time.perf_counter() - t0)
+        guarded += bool(prop.guard)
         obs = env.step(prop.action)
         actions.append(prop.action)
         state.history.append(HistoryStep(prop.action, obs.text, obs.reward, obs.room))
         state.score, state.look, state.inventory = obs.score, obs.look, obs.inventory
     return {"task": task, "variation": variation, "final": max(0.0, obs.score), "raw_final": obs.score,
-            "success": obs.score >= 100, "steps": len(actions), "latencies": lat, "actions": actions}
+            "success": obs.score >= 100, "steps": len(actions), "latencies": lat, "actions": actions,
+            "loop_guard_interventions": guarded}
 
 
 def worker(jobs: list[tuple[str, int]], args, out_q) -> None:
     import torch
 
+    from agent_core.controller import ModelSwift
     from agent_core.swift.model import SwiftModel
 
     torch.set_num_threads(1)
-    model = SwiftModel(args.model, threads=1)
+    swift = ModelSwift(SwiftModel(args.model, threads=1), args.k, args.n, loop_guard=not args.no_loop_guard)
     env = ScienceWorld()
     env.cfg.step_limit = args.step_limit
     for task, var in jobs:
         try:
-            out_q.put(run_episode(env, model, task, var, args.k, args.n))
+            out_q.put(run_episode(env, swift, task, var))
         except Exception as e:  # noqa: BLE001 - reported, the benchmark goes on
             out_q.put({"task": task, "variation": var, "error": f"{type(e).__name__}: {e}"})
     env.close()
@@ -72,6 +76,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--n", type=int, default=5)
+    ap.add_argument("--no-loop-guard", action="store_true", help="take Swift's best valid action even in a loop")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "swift_only.json"))
     args = ap.parse_args()
     cat = catalog()
@@ -124,7 +129,9 @@ def main() -> None:
         "latency_p50_ms": 1e3 * lat[len(lat) // 2] if lat else None,
         "latency_p95_ms": 1e3 * lat[int(0.95 * (len(lat) - 1))] if lat else None,
         "wall_minutes": (time.time() - t0) / 60, "model": args.model, "variations_per_task": args.variations,
-        "step_limit": args.step_limit,
+        "step_limit": args.step_limit, "loop_guard": not args.no_loop_guard,
+        "loop_guard_interventions": sum(r.get("loop_guard_interventions", 0) for r in ok),
+        "steps_total": sum(r["steps"] for r in ok),
     }
     print(f"\nAVERAGE over {summary['tasks']} tasks ({summary['episodes']} episodes): Final "
           f"{summary['final_macro']:.2f}, success {summary['success_macro']:.1%}, Steps@Succ "

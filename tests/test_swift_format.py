@@ -39,13 +39,17 @@ def test_window_keeps_the_last_k_steps_oldest_first():
     assert "Visited rooms: {hallway, kitchen}" in text
 
 
-def test_pairs_from_a_trajectory_drop_look_around_and_close_door():
+def test_pairs_from_a_trajectory_drop_look_around_and_close_door_and_skip_noops():
     traj = {"task_description": "Your task is to boil water.", "start_score": 0, "start_look": LOOK,
             "start_inventory": "In your inventory, you see: nothing", "start_room": "kitchen",
             "steps": [{"action": a, "observation": f"obs {i}", "look": LOOK, "inventory": "inv", "score": i,
                        "reward": 1 if i else 0, "room": "kitchen"}
-                      for i, a in enumerate(["look around", "open cupboard", "close door to hallway", "pick up pot"])]}
+                      for i, a in enumerate(["look around", "open cupboard", "close door to hallway", "open door to hallway",
+                                            "pick up pot"])]}
+    traj["steps"][3]["observation"] = "The door is already open."
     pairs = trajectory_pairs(traj)
     assert [t for _, t in pairs] == ["open cupboard", "pick up pot"]
-    # the dropped steps still appear in the history of later inputs
-    assert "close door to hallway (+1) --> obs 2" in pairs[1][0] and "Time: 3;" in pairs[1][0]
+    # a dropped target that changed the world stays in the history of later inputs ...
+    assert "close door to hallway (+1) --> obs 2" in pairs[1][0]
+    # ... while no-ops (look around, opening an open door) vanish from it and from Time
+    assert "look around" not in pairs[1][0] and "open door" not in pairs[1][0] and "Time: 2;" in pairs[1][0]

@@ -9,7 +9,11 @@ step the action, observation, look, inventory, score, reward and room. Each vari
 gzipped JSON file, written atomically, so an interrupted run resumes where it stopped; `pack` bundles
 them into one compressed file that is committed (assets/swift/gold_trajectories.jsonl.gz).
 Down-sampling as SwiftSage did: topics 9 and 10 capped at 50 train variations per task, task 3-3
-at 100; `look around` and `close door` targets are dropped.
+at 100; `look around` and `close door` targets are dropped. Steps that change nothing the input does
+not already show (`look around`: the current room is in the input; `open door to X` answered "The door
+is already open.", which every gold path does under the openDoors simplification) are removed from the
+history as well: Swift's own episodes never contain them, and a model trained on histories full of
+them learned "open door to X" as its favourite (always invalid) action and looped between two rooms.
 """
 from __future__ import annotations
 
@@ -35,6 +39,12 @@ TOPIC_CAPS = {"9": 50, "10": 50}  # topic number -> max train variations per tas
 TASK_CAPS = {"3-3": 100}
 DEV_PER_TASK = 5  # dev variations per task used for validation
 DROP_TARGETS = ("look around", "close door")
+NOOP_OBSERVATIONS = ("The door is already open",)
+
+
+def is_noop(action: str, observation: str) -> bool:
+    """A gold step that changed nothing Swift's input does not already show (see the module note)."""
+    return action.strip() == "look around" or observation.strip().startswith(NOOP_OBSERVATIONS)
 
 
 @dataclass
@@ -207,6 +217,9 @@ def trajectory_pairs(traj: dict, k: int = 10) -> list[tuple[str, str]]:
     pairs = []
     for st in traj["steps"]:
         target = st["action"]
+        if is_noop(target, st["observation"]):
+            state.score, state.look, state.inventory = st["score"], st["look"], st["inventory"]
+            continue
         if not target.startswith(DROP_TARGETS):
             pairs.append((swift_input(state, k), target))
         state.history.append(HistoryStep(action=st["action"], observation=st["observation"], reward=st["reward"],
@@ -215,11 +228,24 @@ def trajectory_pairs(traj: dict, k: int = 10) -> list[tuple[str, str]]:
     return pairs
 
 
-def build_pairs(split: str, k: int = 10, seed: int = 0) -> list[dict]:
+MAX_SAME_TARGET = 8  # per trajectory; see build_pairs
+
+
+def build_pairs(split: str, k: int = 10, seed: int = 0, max_same_target: int = MAX_SAME_TARGET) -> list[dict]:
+    """All pairs of a split, shuffled. At most `max_same_target` pairs per trajectory share one target
+    (a random subset): the inclined-plane gold paths repeat `look at inclined plane 1` ~60 times each,
+    which made a third of all pairs and of the training compute one action."""
     out = []
+    rng = random.Random(seed)
     for traj in load_trajectories(split):
+        by_target: dict[str, list[str]] = {}
         for src, tgt in trajectory_pairs(traj, k):
-            out.append({"task": traj["task"], "variation": traj["variation"], "input": src, "target": tgt})
+            by_target.setdefault(tgt, []).append(src)
+        for tgt, srcs in by_target.items():
+            if max_same_target and len(srcs) > max_same_target:
+                srcs = rng.sample(srcs, max_same_target)
+            for src in srcs:
+                out.append({"task": traj["task"], "variation": traj["variation"], "input": src, "target": tgt})
     random.Random(seed).shuffle(out)
     return out
 

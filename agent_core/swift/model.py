@@ -29,6 +29,7 @@ class SwiftProposal:
     valid_ranked: list[tuple[str, float]] = field(default_factory=list)  # constrained to valid actions
     action: str = ""  # what Swift proposes: best valid action, else the unconstrained top-1
     latency_s: float = 0.0
+    guard: str = ""  # the loop guard's reason when it replaced `action` (loop_guard.py)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -109,10 +110,12 @@ class SwiftModel:
         self.model = T5ForConditionalGeneration.from_pretrained(path).to(self.device).eval()
         self.path = path
         self.name = f"swift-t5 ({path.name}, {sum(p.numel() for p in self.model.parameters()) / 1e6:.1f}M)"
-        self.max_input_tokens = max_input_tokens
         self.max_output_tokens = max_output_tokens
         card = path / "training_summary.json"
         self.summary = json.loads(card.read_text()) if card.exists() else {}
+        # Inputs longer than the training truncation put tokens at positions the model never saw.
+        trained = self.summary.get("args", {}).get("max_input")
+        self.max_input_tokens = min(max_input_tokens, trained) if trained else max_input_tokens
 
     def _encode(self, text: str):
         enc = self.tokenizer([text], return_tensors="pt", truncation=True, max_length=self.max_input_tokens)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import hashlib
 import json
 import math
 import random
@@ -22,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from .data import build_pairs
+from .data import MAX_SAME_TARGET, build_pairs
 from .model import build_t5, train_tokenizer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -103,6 +104,10 @@ def plot_curve(log: list[dict], path: Path) -> None:
     ax[0].set_xlabel("step"), ax[0].set_ylabel("loss"), ax[0].legend(), ax[0].set_yscale("log")
     ax[1].plot([r["step"] for r in ev], [r["dev_exact"] for r in ev], "o-", color="C2")
     ax[1].set_xlabel("step"), ax[1].set_ylabel("dev exact match (greedy)")
+    for r in log:  # a resumed run on changed data: metrics before the line are on other data
+        if "note" in r:
+            for a in ax:
+                a.axvline(r["step"], color="grey", linestyle=":")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -127,7 +132,10 @@ by behaviour cloning on ScienceWorld gold trajectories (no pretrained weights ca
   the SwiftSage simplifications (teleportAction, openDoors, selfWateringFlowerPots, noElectricalAction;
   the four electrical tasks without noElectricalAction). Dev variations for validation; test never.
 - Down-sampling as SwiftSage: topics 9 and 10 capped at 50 train variations per task, task 3-3 at 100;
-  `look around` and `close door` targets dropped.
+  `look around` and `close door` targets dropped. No-op steps (`look around`, and `open door to X` answered
+  "The door is already open.") are removed from the histories too, since Swift's own episodes never contain
+  them; at most {MAX_SAME_TARGET} pairs per trajectory share one target (the inclined-plane paths repeat
+  `look at inclined plane 1` dozens of times).
 - {len(train):,} training pairs from {n_vars:,} train variations; {len(dev):,} dev pairs.
   The committed trajectories are `assets/swift/gold_trajectories.jsonl.gz` (manifest: `gold_manifest.json`).
 - Input: the SwiftSage format of SPEC.md (K=10 history with reward annotations, current room, inventory,
@@ -153,9 +161,10 @@ by behaviour cloning on ScienceWorld gold trajectories (no pretrained weights ca
 
 ## Reproduce
 ```bash
-{summary['command']}
+{chr(10).join(summary['commands'])}
 ```
-(`--resume` continues an interrupted run from `runs/swift_train/`.)
+(run in this order; `--resume` continues from the checkpoint in `runs/swift_train/`, a warm restart of the
+schedule when a wall-time budget is given.)
 
 ## Episode scores
 See docs/BENCHMARKS.md ("Swift only") for the agent's scores on ScienceWorld test variations.
@@ -228,24 +237,44 @@ def main(argv: list[str] | None = None) -> dict:
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
 
     def lr_at(step: int) -> float:
-        if step < args.warmup:
-            return (step + 1) / args.warmup
-        p = min(1.0, (step - args.warmup) / max(1, total_steps - args.warmup))
-        if args.max_minutes:  # under a wall-time budget the decay follows the clock, so it ends on time
-            minutes = (elapsed_before + time.time() - t_start) / 60
-            p = max(p, min(1.0, minutes / args.max_minutes))
+        if args.max_minutes:
+            # Under a wall-time budget each run is one warm-up + cosine segment that follows this run's
+            # clock, so it ends on time; a resumed run is a warm restart from the saved weights/optimizer.
+            if step - run_start_step < args.warmup:
+                return (step - run_start_step + 1) / args.warmup
+            p = min(1.0, (time.time() - t_start) / 60 / args.max_minutes)
+        else:
+            if step < args.warmup:
+                return (step + 1) / args.warmup
+            p = min(1.0, (step - args.warmup) / max(1, total_steps - args.warmup))
         return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * p))
 
     elapsed_before = 0.0
+    run_start_step = 0
+    dev_fingerprint = hashlib.sha256("\n".join(e["input"] + "\t" + e["target"] for e in dev).encode()).hexdigest()
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_at)
     step, best, bad_evals, log = 0, float("inf"), 0, []
+    this_command = "python -m agent_core.swift.train " + " ".join(argv if argv is not None else sys.argv[1:])
+    commands = [this_command]
     if args.resume and state_path.exists():
         st = torch.load(state_path, weights_only=False)
         opt.load_state_dict(st["opt"]), sched.load_state_dict(st["sched"])
         step, best, bad_evals, log = st["step"], st["best"], st["bad_evals"], st["log"]
         elapsed_before = st.get("elapsed", 0.0)
+        run_start_step = step
+        previous = st.get("commands")
+        if previous is None:  # checkpoints from before commands were recorded: the exported card has it
+            card = out / "training_summary.json"
+            previous = [json.loads(card.read_text())["command"]] if card.exists() else []
+        commands = previous + [this_command]
         rng.setstate(st["rng"])
         torch.set_rng_state(st["torch_rng"])
+        if st.get("dev_fingerprint") != dev_fingerprint:
+            # the data changed since the checkpoint: old dev losses are not comparable, start the race anew
+            best, bad_evals = float("inf"), 0
+            shutil.rmtree(work / "best", ignore_errors=True)
+            log.append({"step": step, "note": "resumed on changed data; dev loss not comparable before this"})
+            print("data changed since the checkpoint: best dev loss reset")
         print(f"resumed at step {step} (best dev loss {best:.4f})")
     print(f"{len(train)} train pairs, {len(dev)} dev pairs, {n_params / 1e6:.2f}M parameters, "
           f"{steps_per_epoch} steps/epoch, {total_steps} planned steps, device {device}")
@@ -255,7 +284,8 @@ def main(argv: list[str] | None = None) -> dict:
         tok.save_pretrained(work / tag)
         torch.save({"opt": opt.state_dict(), "sched": sched.state_dict(), "step": step, "best": best,
                     "bad_evals": bad_evals, "log": log, "rng": rng.getstate(), "torch_rng": torch.get_rng_state(),
-                    "elapsed": elapsed_before + time.time() - t_start, "args": vars(args)}, work / "state.tmp")
+                    "elapsed": elapsed_before + time.time() - t_start, "args": vars(args),
+                    "dev_fingerprint": dev_fingerprint, "commands": commands}, work / "state.tmp")
         (work / "state.tmp").replace(state_path)
 
     stop_reason = "schedule done"
@@ -306,7 +336,8 @@ def main(argv: list[str] | None = None) -> dict:
     if out.exists():
         shutil.rmtree(out)
     shutil.copytree(src, out)
-    best_eval = min((r for r in log if "dev_loss" in r), key=lambda r: r["dev_loss"])
+    since = max((i for i, r in enumerate(log) if "note" in r), default=0)  # evals comparable with `best`
+    best_eval = min((r for r in log[since:] if "dev_loss" in r), key=lambda r: r["dev_loss"])
     summary = {
         "parameters": n_params, "architecture": {"d_model": args.d_model, "layers": args.layers, "dec_layers": args.dec_layers,
                                                   "heads": args.heads,
@@ -315,7 +346,7 @@ def main(argv: list[str] | None = None) -> dict:
         "stop_reason": stop_reason, "best_step": best_eval["step"], "best_dev_loss": best_eval["dev_loss"],
         "best_dev_exact_match": best_eval["dev_exact"], "wall_minutes": (elapsed_before + time.time() - t_start) / 60,
         "device": str(device), "args": vars(args),
-        "command": "python -m agent_core.swift.train " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "commands": commands,
     }
     (out / "training_summary.json").write_text(json.dumps(summary, indent=1))
     with gzip.open(out.parent / "training_log.json.gz", "wt") as fh:
