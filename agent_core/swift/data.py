@@ -10,8 +10,8 @@ gzipped JSON file, written atomically, so an interrupted run resumes where it st
 them into one compressed file that is committed (assets/swift/gold_trajectories.jsonl.gz).
 Down-sampling as SwiftSage did: topics 9 and 10 capped at 50 train variations per task, task 3-3
 at 100; `look around` and `close door` targets are dropped. Steps that change nothing the input does
-not already show (`look around`: the current room is in the input; `open door to X` answered "The door
-is already open.", which every gold path does under the openDoors simplification) are removed from the
+not already show (`look around`: the current room is in the input; opening what "is already open", which
+every gold path does for doors under the openDoors simplification) are removed from the
 history as well: Swift's own episodes never contain them, and a model trained on histories full of
 them learned "open door to X" as its favourite (always invalid) action and looped between two rooms.
 """
@@ -22,6 +22,7 @@ import gzip
 import json
 import os
 import random
+import re
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -39,12 +40,12 @@ TOPIC_CAPS = {"9": 50, "10": 50}  # topic number -> max train variations per tas
 TASK_CAPS = {"3-3": 100}
 DEV_PER_TASK = 5  # dev variations per task used for validation
 DROP_TARGETS = ("look around", "close door")
-NOOP_OBSERVATIONS = ("The door is already open",)
+NOOP_OBSERVATION = re.compile(r"^The [\w ]+ is already open\.?$")
 
 
 def is_noop(action: str, observation: str) -> bool:
     """A gold step that changed nothing Swift's input does not already show (see the module note)."""
-    return action.strip() == "look around" or observation.strip().startswith(NOOP_OBSERVATIONS)
+    return action.strip() == "look around" or bool(NOOP_OBSERVATION.match(observation.strip()))
 
 
 @dataclass
@@ -143,10 +144,34 @@ def _worker(job_list: list[tuple[str, int, str]], queue) -> None:
         queue.put(("exit", "", 0, 0.0))
 
 
+def unpack_missing() -> int:
+    """Write the committed pack's trajectories back as raw files where those are missing, so extraction
+    on a fresh clone resumes after what was committed instead of replaying it again."""
+    if not PACKED.exists():
+        return 0
+    n = 0
+    with gzip.open(PACKED, "rt", encoding="utf-8") as fh:
+        for line in fh:
+            traj = json.loads(line)
+            path = raw_path(traj["task"], traj["variation"], traj["split"])
+            if not path.exists():
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_suffix(".tmp")
+                with gzip.open(tmp, "wt", encoding="utf-8") as out:
+                    json.dump(traj, out)
+                os.replace(tmp, path)
+                n += 1
+    return n
+
+
 def extract(splits: list[str], workers: int) -> None:
     import multiprocessing as mp
 
     from tqdm import tqdm
+
+    restored = unpack_missing()
+    if restored:
+        print(f"restored {restored} trajectories from {PACKED.name}; replaying the rest")
 
     todo = jobs(splits)
     ctx = mp.get_context("spawn")
