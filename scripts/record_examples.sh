@@ -10,6 +10,6 @@ for spec in "lifespan-longest-lived 0" "find-non-living-thing 0" "chemistry-mix-
   set -- $spec
   var=$(.venv/bin/python -c "from agent_core.env import catalog; print(catalog().get('$1').test[$2])")
   .venv/bin/python -m agent_core.run --task "$1" --variation "$var" --split test --llm embedded \
-      --max-steps "$LIMIT" --runs-dir assets/episodes
+      --max-steps "$LIMIT" --runs-dir assets/episodes --set llm.n_threads=2
 done
 ls -la assets/episodes

@@ -263,6 +263,8 @@ def build_pairs(split: str, k: int = 10, seed: int = 0, max_same_target: int = M
     out = []
     rng = random.Random(seed)
     for traj in load_trajectories(split):
+        if traj["final_score"] < 100:  # a gold path that failed on replay (2 of 2,481) teaches failure
+            continue
         by_target: dict[str, list[str]] = {}
         for src, tgt in trajectory_pairs(traj, k):
             by_target.setdefault(tgt, []).append(src)
