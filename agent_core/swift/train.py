@@ -122,6 +122,10 @@ def write_model_card(path: Path, summary: dict, train: list[dict], dev: list[dic
     a = summary["architecture"]
     args = summary["args"]
     rows = "\n".join(f"| {t} | {n} |" for t, n in sorted(per_task.items()))
+    resumed_note = ""
+    if summary.get("data_changed_at_step"):
+        resumed_note = (f"\n- Training resumed on changed data at step {summary['data_changed_at_step']} (dotted line in the "
+                        f"plot): dev figures before it were measured on the earlier data and pairs, and are not comparable.")
     path.write_text(f"""# Swift model card
 
 Swift is System 1 of the SwiftSage agent: a T5 encoder-decoder trained **from scratch by this project**
@@ -132,8 +136,8 @@ by behaviour cloning on ScienceWorld gold trajectories (no pretrained weights ca
   the SwiftSage simplifications (teleportAction, openDoors, selfWateringFlowerPots, noElectricalAction;
   the four electrical tasks without noElectricalAction). Dev variations for validation; test never.
 - Down-sampling as SwiftSage: topics 9 and 10 capped at 50 train variations per task, task 3-3 at 100;
-  `look around` and `close door` targets dropped. No-op steps (`look around`, and `open door to X` answered
-  "The door is already open.") are removed from the histories too, since Swift's own episodes never contain
+  `look around` and `close door` targets dropped. No-op steps (`look around`, and opening something that
+  "is already open", as every gold path does for doors under openDoors) are removed from the histories too, since Swift's own episodes never contain
   them; at most {MAX_SAME_TARGET} pairs per trajectory share one target (the inclined-plane paths repeat
   `look at inclined plane 1` dozens of times).
 - {len(train):,} training pairs from {n_vars:,} train variations; {len(dev):,} dev pairs.
@@ -157,7 +161,7 @@ by behaviour cloning on ScienceWorld gold trajectories (no pretrained weights ca
   grouped by length; dropout {args['dropout']}; early stopping on dev loss (patience {args['patience']}).
 - Ran {summary['steps']} steps in {summary['wall_minutes']:.0f} minutes on {summary['device']} ({summary['stop_reason']}).
 - Best dev loss **{summary['best_dev_loss']:.4f}** at step {summary['best_step']}; greedy next-action exact match on dev
-  pairs **{summary['best_dev_exact_match']:.1%}**. Loss curve: `loss_curve.png`.
+  pairs **{summary['best_dev_exact_match']:.1%}** (200 pairs). Loss curve: `loss_curve.png`.{resumed_note}
 
 ## Reproduce
 ```bash
@@ -176,6 +180,9 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--out", default=str(ROOT / "assets" / "swift" / "model"))
     ap.add_argument("--work", default=str(ROOT / "runs" / "swift_train"), help="checkpoints for --resume")
     ap.add_argument("--resume", action="store_true")
+    ap.add_argument("--init-from", default=None,
+                    help="start from an exported model (e.g. assets/swift/model) with a fresh optimizer, "
+                         "when runs/swift_train/ is not there to --resume from (a new machine)")
     ap.add_argument("--vocab", type=int, default=6000)
     ap.add_argument("--d-model", type=int, default=256)
     ap.add_argument("--layers", type=int, default=4)
@@ -224,6 +231,9 @@ def main(argv: list[str] | None = None) -> dict:
     if args.resume and state_path.exists():
         tok = AutoTokenizer.from_pretrained(work / "last")
         model = T5ForConditionalGeneration.from_pretrained(work / "last")
+    elif args.init_from:
+        tok = AutoTokenizer.from_pretrained(args.init_from)
+        model = T5ForConditionalGeneration.from_pretrained(args.init_from)
     else:
         tok = train_tokenizer([e["input"] for e in train] + [e["target"] for e in train], args.vocab, work / "tok")
         model = build_t5(len(tok), tok.pad_token_id, tok.eos_token_id, args.d_model, args.layers, args.heads,
@@ -256,6 +266,12 @@ def main(argv: list[str] | None = None) -> dict:
     step, best, bad_evals, log = 0, float("inf"), 0, []
     this_command = "python -m agent_core.swift.train " + " ".join(argv if argv is not None else sys.argv[1:])
     commands = [this_command]
+    if args.init_from and not (args.resume and state_path.exists()):
+        card = Path(args.init_from) / "training_summary.json"
+        if card.exists():
+            prev = json.loads(card.read_text())
+            commands = prev.get("commands", [prev.get("command", "")]) + [this_command]
+            elapsed_before = 60 * prev.get("wall_minutes", 0.0)
     if args.resume and state_path.exists():
         st = torch.load(state_path, weights_only=False)
         opt.load_state_dict(st["opt"]), sched.load_state_dict(st["sched"])
@@ -289,7 +305,7 @@ def main(argv: list[str] | None = None) -> dict:
         (work / "state.tmp").replace(state_path)
 
     stop_reason = "schedule done"
-    running, seen, t_log = 0.0, 0, time.time()
+    running, seen, n_run, t_log = 0.0, 0, 0, time.time()
     done = False
     while not done:
         for batch in length_batches(lengths, args.batch_tokens, args.max_batch, rng):
@@ -300,15 +316,16 @@ def main(argv: list[str] | None = None) -> dict:
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             opt.step(), sched.step(), opt.zero_grad(set_to_none=True)
             step += 1
-            running += float(loss)
+            running += float(loss.detach())
+            n_run += 1
             seen += len(batch)
             if step % 50 == 0:
                 rate = seen / (time.time() - t_log)
-                log.append({"step": step, "train_loss": running / 50, "lr": sched.get_last_lr()[0],
+                log.append({"step": step, "train_loss": running / n_run, "lr": sched.get_last_lr()[0],
                             "ex_per_s": rate})
-                print(f"step {step}/{total_steps} loss {running / 50:.4f} lr {sched.get_last_lr()[0]:.2e} "
+                print(f"step {step}/{total_steps} loss {running / n_run:.4f} lr {sched.get_last_lr()[0]:.2e} "
                       f"{rate:.1f} ex/s", flush=True)
-                running, seen, t_log = 0.0, 0, time.time()
+                running, seen, n_run, t_log = 0.0, 0, 0, time.time()
             over_time = args.max_minutes and (time.time() - t_start) / 60 > args.max_minutes
             if step % args.eval_every == 0 or step >= total_steps or over_time:
                 dl, em = evaluate(model, tok, dev, args, device, args.exact_pairs)
@@ -347,6 +364,7 @@ def main(argv: list[str] | None = None) -> dict:
         "best_dev_exact_match": best_eval["dev_exact"], "wall_minutes": (elapsed_before + time.time() - t_start) / 60,
         "device": str(device), "args": vars(args),
         "commands": commands,
+        "data_changed_at_step": next((r["step"] for r in reversed(log) if "note" in r), None),
     }
     (out / "training_summary.json").write_text(json.dumps(summary, indent=1))
     with gzip.open(out.parent / "training_log.json.gz", "wt") as fh:
