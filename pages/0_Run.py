@@ -46,7 +46,7 @@ from agent_core.trace import (EpisodeHeader, EpisodeSummary, StepRecord, TraceEr
 log = logging.getLogger("swiftsage.run_page")
 
 RUNS_DIR = Path(os.environ.get("SWIFTSAGE_RUNS_DIR") or ROOT / "runs")
-EPISODES_DIR = ROOT / "assets" / "episodes"
+EPISODES_DIR = Path(os.environ.get("SWIFTSAGE_EXAMPLES_DIR") or ROOT / "assets" / "episodes")
 _default_emb = os.environ.get("SWIFTSAGE_DEFAULT_EMBEDDED_MODEL") or LLMConfig().embedded_model
 DEFAULT_EMBEDDED = _default_emb if _default_emb in EMBEDDED_MODELS else LLMConfig().embedded_model
 LIST_PAGE = 20  # steps shown in the step list before "show all"
@@ -764,7 +764,7 @@ def recorded_view() -> None:
     traces = [str(p) for p in list_traces(RUNS_DIR, EPISODES_DIR)]
     with st.sidebar:
         if not traces:
-            st.info(f"No recorded episodes yet in `{RUNS_DIR}` or `{EPISODES_DIR.relative_to(ROOT)}`. Every live "
+            st.info(f"No recorded episodes yet in `{RUNS_DIR}` or `{EPISODES_DIR}`. Every live "
                     f"run is recorded: run one first.")
             return
         if S.get("run_trace") not in traces:

@@ -206,6 +206,7 @@ def test_recorded_episode_scrubs(monkeypatch, tmp_path):
 
 
 def test_live_settings_survive_a_trip_to_the_recorded_view(monkeypatch, tmp_path):
+    monkeypatch.setenv("SWIFTSAGE_EXAMPLES_DIR", str(tmp_path / "no-examples"))
     at = _page(monkeypatch, tmp_path / "runs")
     at.selectbox(key="run_task").set_value("melt").run()
     at.selectbox(key="run_preset").set_value("full").run()
@@ -251,3 +252,26 @@ def test_product_path_with_unreachable_llm_server(monkeypatch, tmp_path):
         assert list((tmp_path / "runs").glob("*.jsonl"))  # recorded where SWIFTSAGE_RUNS_DIR says
     finally:
         agent.close()
+
+
+def test_shipped_example_episodes_are_complete_and_scrub(monkeypatch, tmp_path):
+    """The examples a teacher demos without a model: 3+ tasks, complete, both systems, open and scrub."""
+    from agent_core.trace import list_traces, read_episode
+
+    shipped = list_traces(ROOT / "assets" / "episodes")
+    episodes = [read_episode(p) for p in shipped]
+    assert len({e.header.task for e in episodes}) >= 3
+    for e in episodes:
+        assert e.summary is not None and e.truncated_tail is None and e.summary.steps == len(e.steps)
+        assert {"swift", "sage"} <= {s.system for s in e.steps}
+        assert any(s.llm_calls for s in e.steps) and any(s.trigger for s in e.steps)
+    at = _page(monkeypatch, tmp_path / "empty-runs")
+    at.radio(key="run_source").set_value("Recorded episode").run()
+    assert not at.exception, at.exception
+    for p in shipped:
+        at.selectbox(key="run_trace").set_value(str(p)).run()
+        n = len(read_episode(p).steps)
+        at.slider(key="run_rec_step").set_value(n).run()
+        assert not at.exception, at.exception
+        assert _metric(at, f"Step (of {n})") == str(n)
+        assert any(c.proto.spec for c in at.get("plotly_chart"))

@@ -85,3 +85,26 @@ def test_pairs_have_the_spec_format():
     pairs = build_pairs("dev")
     assert pairs and all(p["input"].startswith("Task: ") and "; Visited rooms: {" in p["input"] for p in pairs[:100])
     assert not any(p["target"].startswith(("look around", "close door")) for p in pairs)
+
+
+def test_training_script_exports_resumes_and_inits_from_an_export(tmp_path):
+    """The one-command trainer end to end on a tiny model: export + card, resume, and --init-from."""
+    import json
+
+    from agent_core.swift import train
+
+    tiny = ["--limit-train", "48", "--dev-pairs", "16", "--exact-pairs", "4", "--vocab", "400", "--d-model", "32",
+            "--layers", "1", "--dec-layers", "1", "--heads", "2", "--d-ff", "64", "--epochs", "1",
+            "--batch-tokens", "6000", "--max-batch", "16", "--eval-every", "2", "--warmup", "1"]
+    out, work = tmp_path / "model", tmp_path / "work"
+    first = train.main(tiny + ["--out", str(out), "--work", str(work)])
+    assert first["steps"] >= 2 and (out / "model.safetensors").exists() and (out / "tokenizer.json").exists()
+    assert (tmp_path / "MODEL_CARD.md").read_text().count("python -m agent_core.swift.train") == 1
+    assert (tmp_path / "loss_curve.png").stat().st_size > 1000
+    # resume continues the step count from the checkpoint and records both commands
+    again = train.main(tiny + ["--out", str(out), "--work", str(work), "--resume", "--epochs", "2"])
+    assert again["steps"] > first["steps"] and len(again["commands"]) == 2
+    # a fresh machine: start from the export, the card lists all three commands in order
+    third = train.main(tiny + ["--out", str(tmp_path / "m3"), "--work", str(tmp_path / "w3"), "--init-from", str(out)])
+    assert len(third["commands"]) == 3 and "--init-from" in third["commands"][-1]
+    assert json.loads((tmp_path / "m3" / "training_summary.json").read_text())["commands"] == third["commands"]
