@@ -8,8 +8,8 @@ what the flags *do* is implemented by the modules named in their docs (AMM, SRM 
 from __future__ import annotations
 
 import copy
-import os
 import dataclasses
+import os
 import json
 import tomllib
 import typing
@@ -56,6 +56,7 @@ class SwiftConfig:
     max_output_tokens: int = 32
     checkpoint_dir: str = "assets/swift"
     loop_guard: bool = True  # skip a best action that continues a room bounce or a no-news streak
+    loop_guard_streak: int = 10  # identical action + observation without reward this often = a streak
 
 
 @dataclass

@@ -21,7 +21,7 @@ from .env import Observation, ScienceWorld
 from .llm import LLMBackend
 from .sage import Sage, SageContext, map_action
 from .swift.format import HistoryStep, SwiftState, swift_input
-from .swift.loop_guard import apply_loop_guard
+from .swift.loop_guard import STREAK, apply_loop_guard
 from .swift.model import SwiftProposal
 from .trace import (EpisodeHeader, EpisodeSummary, StepRecord, SwiftCandidate, TraceWriter, Trigger)
 
@@ -39,13 +39,14 @@ class SwiftPolicy(Protocol):
 class ModelSwift:
     """The trained Swift model behind the controller's interface."""
 
-    def __init__(self, model, k: int = 10, n: int = 5, loop_guard: bool = True):
+    def __init__(self, model, k: int = 10, n: int = 5, loop_guard: bool = True, loop_guard_streak: int = STREAK):
         self.model, self.k, self.n, self.loop_guard = model, k, n, loop_guard
+        self.loop_guard_streak = loop_guard_streak
         self.name = model.name
 
     def propose(self, state: SwiftState, valid_actions: Sequence[str]) -> SwiftProposal:
         prop = self.model.propose(swift_input(state, self.k), valid_actions, self.n)
-        return apply_loop_guard(prop, state.history) if self.loop_guard else prop
+        return apply_loop_guard(prop, state.history, self.loop_guard_streak) if self.loop_guard else prop
 
 
 class ScriptedSwift:
@@ -72,7 +73,8 @@ def load_swift(cfg: Config) -> SwiftPolicy:
 
     model = SwiftModel(ROOT / cfg.swift.checkpoint_dir / "model", threads=default_threads(),
                        max_input_tokens=cfg.swift.max_input_tokens, max_output_tokens=cfg.swift.max_output_tokens)
-    return ModelSwift(model, cfg.swift.history_k, cfg.swift.num_candidates, cfg.swift.loop_guard)
+    sc = cfg.swift
+    return ModelSwift(model, sc.history_k, sc.num_candidates, sc.loop_guard, sc.loop_guard_streak)
 
 
 _GOLD_CACHE: dict[str, list[tuple[str, list[str]]]] = {}

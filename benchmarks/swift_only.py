@@ -18,6 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere
 
+from agent_core.config import SwiftConfig  # noqa: E402
 from agent_core.env import ScienceWorld, catalog  # noqa: E402
 from agent_core.swift.format import HistoryStep, SwiftState  # noqa: E402
 
@@ -53,7 +54,8 @@ def worker(jobs: list[tuple[str, int]], args, out_q) -> None:
     from agent_core.swift.model import SwiftModel
 
     torch.set_num_threads(1)
-    swift = ModelSwift(SwiftModel(args.model, threads=1), args.k, args.n, loop_guard=not args.no_loop_guard)
+    swift = ModelSwift(SwiftModel(args.model, threads=1), args.k, args.n, loop_guard=not args.no_loop_guard,
+                       loop_guard_streak=SwiftConfig().loop_guard_streak)
     env = ScienceWorld()
     env.cfg.step_limit = args.step_limit
     for task, var in jobs:
@@ -74,8 +76,9 @@ def main() -> None:
     ap.add_argument("--step-limit", type=int, default=100)
     ap.add_argument("--tasks", nargs="*", default=None)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--k", type=int, default=10)
-    ap.add_argument("--n", type=int, default=5)
+    sc = SwiftConfig()
+    ap.add_argument("--k", type=int, default=sc.history_k, help="history window (SPEC.md: 10)")
+    ap.add_argument("--n", type=int, default=sc.num_candidates, help="beam candidates")
     ap.add_argument("--no-loop-guard", action="store_true", help="take Swift's best valid action even in a loop")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "swift_only.json"))
     args = ap.parse_args()

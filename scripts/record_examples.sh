@@ -4,7 +4,7 @@
 #   bash scripts/record_examples.sh [STEP_LIMIT]     (THREADS=1 when the other core is busy)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-LIMIT=${1:-40}
+LIMIT=${1:-30}  # the shipped examples used 30
 mkdir -p assets/episodes
 for spec in "lifespan-longest-lived 0" "find-non-living-thing 0" "chemistry-mix-paint-secondary-color 0"; do
   set -- $spec

@@ -16,31 +16,32 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Sequence
 
+from ..config import SwiftConfig
 from .format import HistoryStep
 from .model import SwiftProposal
 
-STREAK = 10  # identical action + identical observation + no reward this many times in a row
+STREAK = SwiftConfig().loop_guard_streak
 
 
-def loop_reason(action: str, history: Sequence[HistoryStep]) -> str | None:
+def loop_reason(action: str, history: Sequence[HistoryStep], streak: int = STREAK) -> str | None:
     """Why taking `action` now would continue a loop, or None."""
     h = list(history)
     if (action.startswith("go to ") and len(h) >= 3 and action == h[-2].action and h[-1].action == h[-3].action
             and h[-1].action.startswith("go to ") and action != h[-1].action
             and all(s.reward == 0 for s in h[-3:])):
         return f"bouncing: '{action}' would repeat the room cycle '{h[-3].action}' / '{h[-2].action}'"
-    if (len(h) >= STREAK and all(s.action == action and s.observation == h[-1].observation and s.reward == 0
-                                 for s in h[-STREAK:])):
-        return f"streak: '{action}' returned the same observation {STREAK} times without reward"
+    if (len(h) >= streak and all(s.action == action and s.observation == h[-1].observation and s.reward == 0
+                                 for s in h[-streak:])):
+        return f"streak: '{action}' returned the same observation {streak} times without reward"
     return None
 
 
-def apply_loop_guard(proposal: SwiftProposal, history: Sequence[HistoryStep]) -> SwiftProposal:
+def apply_loop_guard(proposal: SwiftProposal, history: Sequence[HistoryStep], streak: int = STREAK) -> SwiftProposal:
     """The proposal with its action replaced by the best valid action that does not continue a loop."""
-    reason = loop_reason(proposal.action, history)
+    reason = loop_reason(proposal.action, history, streak)
     if reason is None:
         return proposal
     for alt, _score in proposal.valid_ranked:
-        if alt != proposal.action and loop_reason(alt, history) is None:
+        if alt != proposal.action and loop_reason(alt, history, streak) is None:
             return replace(proposal, action=alt, guard=f"{reason}; took '{alt}' instead")
     return replace(proposal, guard=f"{reason}; no other ranked valid action, kept it")
