@@ -108,3 +108,53 @@ def test_training_script_exports_resumes_and_inits_from_an_export(tmp_path):
     third = train.main(tiny + ["--out", str(tmp_path / "m3"), "--work", str(tmp_path / "w3"), "--init-from", str(out)])
     assert len(third["commands"]) == 3 and "--init-from" in third["commands"][-1]
     assert json.loads((tmp_path / "m3" / "training_summary.json").read_text())["commands"] == third["commands"]
+
+
+def test_reduced_minilm_vocabulary_tokenizes_the_corpus_like_the_full_one(tmp_path):
+    """Cutting MiniLM's WordPiece vocabulary to the corpus must not change how the corpus tokenizes."""
+    from transformers import BertTokenizerFast
+
+    from agent_core.swift.model import minilm_path, reduced_minilm_tokenizer
+
+    texts = [p["input"] for p in build_pairs("dev")[:200]] + ["focus on the unseen Xylophone-9"]
+    tok, old_ids = reduced_minilm_tokenizer(texts[:-1], tmp_path / "tok")
+    full = BertTokenizerFast.from_pretrained(minilm_path())
+    assert 1000 < len(tok) < 6000 and len(old_ids) == len(tok)
+    for t in texts[:-1]:
+        assert tok.convert_ids_to_tokens(tok(t)["input_ids"]) == full.convert_ids_to_tokens(full(t)["input_ids"])
+    # the old ids point at the same pieces, so copied embedding rows mean the same thing
+    assert full.convert_ids_to_tokens(old_ids[:50]) == tok.convert_ids_to_tokens(list(range(50)))
+    # an unseen word still splits into known pieces (single characters are always kept), never [UNK]
+    assert "[UNK]" not in tok.tokenize(texts[-1])
+
+
+def test_minilm_variant_trains_exports_and_decodes(tmp_path):
+    """--arch minilm: pretrained encoder + small decoder; export in float16, load, rank valid actions."""
+    import json
+
+    from agent_core.swift import train
+    from agent_core.swift.model import encode_inputs
+
+    out = tmp_path / "model"
+    summary = train.main(["--arch", "minilm", "--dec-layers", "1", "--limit-train", "48", "--dev-pairs", "8",
+                          "--exact-pairs", "4", "--epochs", "1", "--batch-tokens", "6000", "--max-batch", "16",
+                          "--eval-every", "2", "--warmup", "1", "--lr", "1e-3", "--max-input", "512",
+                          "--out", str(out), "--work", str(tmp_path / "work")])
+    assert summary["architecture"]["arch"] == "minilm" and summary["architecture"]["d_model"] == 384
+    assert json.loads((out / "config.json").read_text())["model_type"] == "encoder-decoder"
+    size_mb = (out / "model.safetensors").stat().st_size / 1e6
+    assert size_mb < 2.2 * summary["parameters"] / 1e6  # float16 on disk
+    assert "all-MiniLM-L6-v2" in (tmp_path / "MODEL_CARD.md").read_text()
+    m = SwiftModel(out, threads=1)
+    assert m.name.startswith("swift-minilm") and m.max_input_tokens == 512
+    pair = build_pairs("dev")[0]
+    valid = ["go to kitchen", "Open Door To Hallway", pair["target"]]
+    prop = m.propose(pair["input"], valid, n=3)
+    assert prop.candidates and prop.top1 == prop.candidates[0][0]
+    # every valid-ranked action is returned as the game spelled it, even where WordPiece lowercases
+    assert prop.valid_ranked and all(a in valid for a, _ in prop.valid_ranked) and prop.action in valid
+    # an over-long input keeps its start (the task) and its end (room, inventory, visited rooms)
+    long_text = pair["input"].replace("Action history: [", "Action history: [" + "wait1 (+0) --> nothing. | " * 200)
+    ids = encode_inputs(m.tokenizer, [long_text], 512)["input_ids"][0].tolist()
+    full = m.tokenizer(long_text)["input_ids"]
+    assert len(ids) == 512 and ids[:100] == full[:100] and ids[-300:] == full[-300:]

