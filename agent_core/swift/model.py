@@ -146,7 +146,15 @@ def load_seq2seq(path: str | Path, device: str = "cpu"):
     path = Path(path)
     tok = AutoTokenizer.from_pretrained(path)
     if json.loads((path / "config.json").read_text()).get("model_type") == "encoder-decoder":
-        model = EncoderDecoderModel.from_pretrained(path, dtype=torch.float32)
+        from transformers.utils import logging as hf_logging
+
+        # the BERT encoder is rebuilt with an (unused, never saved) pooler: keep its load report quiet
+        level = hf_logging.get_verbosity()
+        hf_logging.set_verbosity_error()
+        try:
+            model = EncoderDecoderModel.from_pretrained(path, dtype=torch.float32)
+        finally:
+            hf_logging.set_verbosity(level)
     else:
         model = T5ForConditionalGeneration.from_pretrained(path, dtype=torch.float32)
     return tok, model.to(device)

@@ -152,6 +152,8 @@ def write_model_card(path: Path, summary: dict, train: list[dict], dev: list[dic
         per_task[e["task"]] = per_task.get(e["task"], 0) + 1
     n_vars = len({(e["task"], e["variation"]) for e in train})
     args = summary["args"]
+    schedule = (f"the {args['max_minutes']:g}-minute wall-time budget of each run" if args.get("max_minutes")
+                else f"{summary['total_planned_steps']} planned steps ({args['epochs']} epochs)")
     rows = "\n".join(f"| {t} | {n} |" for t, n in sorted(per_task.items()))
     resumed_note = ""
     if summary.get("data_changed_at_step"):
@@ -186,17 +188,17 @@ cloning on ScienceWorld gold trajectories (no pretrained T5 can be downloaded he
 
 ## Training
 - AdamW, peak learning rate {args['lr']}, {args['warmup']} warm-up steps, cosine decay to 10% over
-  {summary['total_planned_steps']} planned steps ({args['epochs']} epochs); batches of up to {args['batch_tokens']} padded tokens
+  {schedule}; batches of up to {args['batch_tokens']} padded tokens
   grouped by length; dropout {args['dropout']}; early stopping on dev loss (patience {args['patience']}).
 - Ran {summary['steps']} steps in {summary['wall_minutes']:.0f} minutes on {summary['device']} ({summary['stop_reason']}).
 - Best dev loss **{summary['best_dev_loss']:.4f}** at step {summary['best_step']}; greedy next-action exact match on dev
-  pairs **{summary['best_dev_exact_match']:.1%}** (200 pairs). Loss curve: `loss_curve.png`.{resumed_note}
+  pairs **{summary['best_dev_exact_match']:.1%}** ({args['exact_pairs']} pairs). Loss curve: `loss_curve.png`.{resumed_note}
 
 ## Reproduce
 ```bash
 {chr(10).join(summary['commands'])}
 ```
-(run in this order; `--resume` continues from the checkpoint in `runs/swift_train/`, a warm restart of the
+(run in this order; `--resume` continues from the checkpoint in `--work`, a warm restart of the
 schedule when a wall-time budget is given.)
 
 ## Episode scores
