@@ -123,8 +123,8 @@ def build_minilm_seq2seq(texts: Sequence[str], out_dir: Path, dec_layers: int = 
 
 def freeze_encoder_layers(model, n: int) -> None:
     """Keep the pretrained embeddings and the lowest `n` encoder layers fixed (cheaper, and a small
-    dataset cannot wash out what they know); the decoder, which shares the embeddings, then learns
-    to read and write in the pretrained word space."""
+    dataset cannot wash out what they know); the decoder, whose embeddings start as a copy of the
+    encoder's, then learns to read and write in the pretrained word space."""
     if not is_minilm(model) or n <= 0:
         return
     for p in model.encoder.embeddings.parameters():
