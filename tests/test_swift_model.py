@@ -71,6 +71,11 @@ def test_shipped_checkpoint_ranks_candidates_and_valid_actions(shipped, sw_env):
     # the valid ranking is a real preference: it follows the model's own scores of those actions
     top_valid = [a for a, _ in prop.valid_ranked]
     assert len(set(top_valid)) == len(top_valid)
+    # the per-step encoding is reused by both beam searches and must come back unchanged
+    enc = shipped._encode(swift_input(state))
+    shipped.rank_valid("", valid, 5, enc=enc)
+    assert enc["encoder_outputs"].last_hidden_state.shape[0] == 1
+    assert shipped.rank_valid("", valid, 5, enc=enc) == prop.valid_ranked
 
 
 def test_rank_valid_with_one_or_no_valid_action(shipped):

@@ -261,9 +261,15 @@ class SwiftModel:
     def _beam(self, enc, n: int, prefix_fn=None) -> list[tuple[str, float]]:
         import torch
 
+        from transformers.modeling_outputs import BaseModelOutput
+
+        # generate() expands encoder_outputs for its beams in place: hand it a fresh wrapper each call,
+        # or the cached encoding grows n-fold per search (same ranking, n times the work)
+        kwargs = {"encoder_outputs": BaseModelOutput(last_hidden_state=enc["encoder_outputs"].last_hidden_state),
+                  "attention_mask": enc["attention_mask"]}
         with torch.inference_mode():
             # at least 2 beams: beam search is what returns sequence scores (greedy returns none)
-            out = self.model.generate(**enc, num_beams=max(n, 2), num_return_sequences=max(n, 1),
+            out = self.model.generate(**kwargs, num_beams=max(n, 2), num_return_sequences=max(n, 1),
                                       max_new_tokens=self.max_output_tokens, output_scores=True,
                                       return_dict_in_generate=True, early_stopping=True,
                                       prefix_allowed_tokens_fn=prefix_fn, length_penalty=1.0)
