@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import os
 import json
+import os
 import tomllib
 import typing
 from dataclasses import dataclass, field

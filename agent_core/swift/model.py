@@ -181,11 +181,13 @@ def encode_inputs(tok, texts: Sequence[str], max_len: int) -> dict:
     return {"input_ids": ids, "attention_mask": mask}
 
 
-def target_ids(tok, texts: Sequence[str], max_len: int) -> list[list[int]]:
+def target_ids(tok, texts: Sequence[str], max_len: int | None = None) -> list[list[int]]:
     """Decoder targets: the action's tokens then EOS (no [CLS] for the BERT tokenizer: the decoder
-    start token plays that part)."""
+    start token plays that part); cut to `max_len` tokens when given."""
     rows = tok(list(texts), add_special_tokens=False)["input_ids"]
-    return [r[: max_len - 1] + [eos_id(tok)] for r in rows]
+    if max_len is not None:
+        rows = [r[: max_len - 1] for r in rows]
+    return [r + [eos_id(tok)] for r in rows]
 
 
 # ------------------------------------------------------------------ model
@@ -291,7 +293,7 @@ class SwiftModel:
         if not valid_actions:
             return []
         enc = enc or self._encode(text)
-        ids = target_ids(self.tokenizer, valid_actions, 10_000)
+        ids = target_ids(self.tokenizer, valid_actions)
         trie = _Trie(ids)
         start = self.model.config.decoder_start_token_id
         eos = self.eos
