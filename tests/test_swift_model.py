@@ -113,6 +113,11 @@ def test_training_script_exports_resumes_and_inits_from_an_export(tmp_path):
     third = train.main(tiny + ["--out", str(tmp_path / "m3"), "--work", str(tmp_path / "w3"), "--init-from", str(out)])
     assert len(third["commands"]) == 3 and "--init-from" in third["commands"][-1]
     assert json.loads((tmp_path / "m3" / "training_summary.json").read_text())["commands"] == third["commands"]
+    # the card tells the runs apart: the resumed run's record, then this one's (steps counted per run)
+    assert [r["steps"] for r in third["runs"]] == [again["runs"][0]["steps"], again["runs"][1]["steps"], third["steps"]]
+    assert again["runs"][0]["steps"] == first["steps"] and sum(r["steps"] for r in again["runs"]) == again["steps"]
+    card = (tmp_path / "MODEL_CARD.md").read_text()
+    assert f"{first['steps']} steps in" in card and ", then " in card and "are the last run's" in card
 
 
 def test_reduced_minilm_vocabulary_tokenizes_the_corpus_like_the_full_one(tmp_path):

@@ -165,16 +165,24 @@ def eos_id(tok) -> int:
     return tok.eos_token_id if tok.eos_token_id is not None else tok.sep_token_id
 
 
-def encode_inputs(tok, texts: Sequence[str], max_len: int) -> dict:
-    """Tokenize inputs; an over-long input loses the middle of its action history (the task at the
+def input_rows(tok, texts: Sequence[str], max_len: int) -> list[list[int]]:
+    """Token ids of inputs; an over-long input loses the middle of its action history (the task at the
     start, and the room, inventory and visited rooms at the end, are what the next action needs)."""
-    import torch
-
     rows = tok(list(texts), add_special_tokens=True, verbose=False)["input_ids"]
     head = max_len // 4
-    rows = [r if len(r) <= max_len else r[:head] + r[len(r) - (max_len - head):] for r in rows]
+    return [r if len(r) <= max_len else r[:head] + r[len(r) - (max_len - head):] for r in rows]
+
+
+def encode_inputs(tok, texts: Sequence[str], max_len: int) -> dict:
+    """Tokenized, cut (see input_rows) and padded to the batch's longest input."""
+    return pad_rows(input_rows(tok, texts, max_len), tok.pad_token_id)
+
+
+def pad_rows(rows: Sequence[Sequence[int]], pad_id: int) -> dict:
+    import torch
+
     width = max(len(r) for r in rows)
-    ids = torch.full((len(rows), width), tok.pad_token_id, dtype=torch.long)
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
     mask = torch.zeros((len(rows), width), dtype=torch.long)
     for i, r in enumerate(rows):
         ids[i, :len(r)] = torch.tensor(r)

