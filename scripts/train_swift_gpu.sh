@@ -4,11 +4,14 @@
 # pretrained encoder and trains for MINUTES of wall time with large length-grouped batches, exporting the
 # best-dev-loss checkpoint to runs/swift_gpu_out/ (ship it with: cp -r runs/swift_gpu_out/. assets/swift/).
 # The export is also packed into PACK_DIR as <16 MB pieces (cat swift_gpu_out.tgz.part-* | tar xz).
+# The shipped model is this script run once on the CPU-trained export (the model card's Reproduce section
+# lists both stages in order); run on the shipped model itself, it trains that further.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 MINUTES=${MINUTES:-6.5}
-# EXTRA: more trainer flags, appended (a later flag wins), e.g. a small CPU dry run:
+# EXTRA: more trainer flags, placed after the fixed ones (a later flag wins; budget, --work and --out stay),
+# e.g. a small CPU dry run:
 #   EXTRA="--limit-train 256 --batch-tokens 8000 --max-batch 16" MINUTES=1.5 PYTHON=.venv/bin/python bash scripts/train_swift_gpu.sh
 PACK_DIR=${PACK_DIR:-runs/swift_gpu_pack}
 mkdir -p "$PACK_DIR"
