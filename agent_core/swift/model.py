@@ -315,8 +315,8 @@ class SwiftModel:
 
         ranked = self._beam(enc, min(n, len(valid_actions)), allowed)
         # decoded text may differ in case/spacing from the game's string (WordPiece): map back by key
-        valid = {_key(v): " ".join(v.split()) for v in valid_actions}
-        return [(valid[_key(a)], s) for a, s in ranked if _key(a) in valid]
+        valid = {action_key(v): " ".join(v.split()) for v in valid_actions}
+        return [(valid[action_key(a)], s) for a, s in ranked if action_key(a) in valid]
 
     def propose(self, text: str, valid_actions: Sequence[str] | None, n: int = 5) -> SwiftProposal:
         t0 = time.perf_counter()
@@ -329,7 +329,8 @@ class SwiftModel:
                              latency_s=time.perf_counter() - t0)
 
 
-def _key(action: str) -> str:
+def action_key(action: str) -> str:
+    """What two spellings of one action share (case and whitespace dropped, as WordPiece decoding loses them)."""
     return "".join(action.lower().split())
 
 

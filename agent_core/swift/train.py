@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 
 from .data import MAX_SAME_TARGET, build_pairs
-from .model import (build_minilm_seq2seq, build_t5, freeze_encoder_layers, input_rows, is_minilm, load_seq2seq, pad_rows,
-                    target_ids, train_tokenizer)
+from .model import (action_key, build_minilm_seq2seq, build_t5, freeze_encoder_layers, input_rows, is_minilm,
+                    load_seq2seq, pad_rows, target_ids, train_tokenizer)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -85,7 +85,7 @@ def evaluate(model, tok, dev: list[dict], args, device, n_exact: int) -> tuple[f
             ids, mask, _ = collate(tok, batch, args.max_input, args.max_output, device)
             out = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=args.max_output, num_beams=1)
             for e, t in zip(batch, tok.batch_decode(out, skip_special_tokens=True)):
-                hits += "".join(t.lower().split()) == "".join(e["target"].lower().split())
+                hits += action_key(t) == action_key(e["target"])
     model.train()
     return total / max(count, 1), hits / max(len(sub), 1)
 
