@@ -55,8 +55,6 @@ class SwiftConfig:
     max_input_tokens: int = 1024  # capped at the length the checkpoint was trained with
     max_output_tokens: int = 32
     checkpoint_dir: str = "assets/swift"
-    loop_guard: bool = True  # skip a best action that continues a room bounce or a no-news streak
-    loop_guard_streak: int = 10  # identical action + observation without reward this often = a streak
 
 
 @dataclass
@@ -75,6 +73,7 @@ class SageConfig:
 class ControllerConfig:
     """Switching between Swift and Sage (SPEC.md section 4)."""
 
+    sage_enabled: bool = True  # off: Swift acts alone and no rule calls Sage (benchmarks without an LLM)
     stuck_window: int = 5  # stuck: the rewards of the last 5 steps sum to 0
     buffer_fail_limit: int = 3  # leave Sage mode after this many buffered actions fail in a row
     critical_prefixes: tuple[str, ...] = ("focus on",)  # key decisions that can end the task
@@ -117,17 +116,45 @@ class AMMConfig:
 
 @dataclass
 class SRMConfig:
-    """Self-reflection (SPEC.md section 6). Behaviour arrives with the SRM issue."""
+    """Self-reflection (SPEC.md section 6; section 10 for the reference code's numbers): Gate-1, the
+    stagnation detector, the bounded Critic, and Swift's loop guard. All of it runs only when `enabled`."""
 
     enabled: bool = False
+    # --- Gate-1: every action from every source, before it runs
+    gate1_max_buffer_tries: int = 5  # buffered actions tried per step before giving up on the buffer
+    gate1_drops_for_sage: int = 2  # this many drops in one step hand the step to Sage (once)
+    gate1_max_swift_tries: int = 3  # Swift candidates tried per step (its ranked valid actions)
+    gate1_repair_max_edit: int = 2  # REPAIR_TYPO: at most this many character edits, one candidate, same verb
+    gate1_nearest_min_similarity: float = 0.75  # REPAIR_NEAREST (Sage / Critic only): same verb, this cosine
+    gate1_avoid_steps: int = 5  # a stagnation report's actions to avoid bind Swift for this many steps
+    # --- stagnation detector: after every step, over the last `stagnation_window` steps
+    stagnation_window: int = 5
+    stagnation_min_steps: int = 5  # no report before this many steps
+    same_observation_threshold: int = 3  # SAME_OBS_3: one observation this often, no reward
+    repeat_action_threshold: int = 2  # REPEAT_ACTION_2_NO_EFFECT: same action + same observation this often
+    repeat_verb_threshold: int = 3  # REPEAT_VERB_3_NO_EFFECT: same verb this often in a row, state unchanged
+    move_spam_moves: int = 4  # MOVE_SPAM_4_OF_5: at least this many moves in the window ...
+    move_spam_max_states: int = 2  # ... visiting at most this many distinct (room, inventory) states
+    repeated_invalid_threshold: int = 3  # INVALID_REPEAT_3: this many invalid actions in the window
+    stagnation_refire_steps: int = 3  # no second report within this many steps of the last one
+    # --- the bounded Critic: only on a stagnation report
+    critic_enabled: bool = True
     critic_budget: int = 3  # Critic calls per episode (6 in the sensitivity variant)
-    critic_max_actions: int = 5  # actions the Critic may append to the buffer
+    critic_max_actions: int = 5  # actions the Critic may put into the buffer
     critic_cooldown_steps: int = 5  # steps between two Critic calls
-    stagnation_window: int = 6  # steps the stagnation detector looks back over
-    repeated_observation_threshold: int = 3
-    repeated_invalid_threshold: int = 3
-    navigation_without_new_state_threshold: int = 4
-    gate1_repair_max_edit: int = 2  # deterministic repair only for small, safe mismatches
+    critic_report_ttl_steps: int = 2  # a report not served within this many steps expires
+    critic_repeat_backoff_steps: int = 10  # after an answer that only repeats recent actions
+    critic_repeat_window: int = 3  # "recent" for that check: the last 3 actions
+    critic_max_moves: int = 1  # at most one move among the Critic's actions
+    critic_history_k: int = 10  # last steps shown in the Critic's prompt
+    critic_valid_list_max: int = 40  # valid actions listed in the prompt (filtered, most relevant first)
+    critic_max_tokens: int = 220
+    critic_wait_for_empty_buffer: bool = True  # the Critic runs only when the action buffer is empty
+    # replace | append: what the Critic's actions do to the buffer (docs/CONFIGURATION.md says why replace)
+    critic_buffer_policy: str = "replace"
+    # --- Swift's loop guard (stagnation control inside Swift's decoding)
+    loop_guard: bool = True  # skip a best action that continues a room bounce or a no-news streak
+    loop_guard_streak: int = 10  # identical action + observation without reward this often = a streak
 
 
 @dataclass
@@ -163,21 +190,26 @@ class Config:
 
 
 # name -> (one-line description, overrides applied on top of the defaults)
+_SRM_RUNS = ("Gate-1 checks every action before it runs, the stagnation detector watches every step, the Critic "
+             "(at most {budget} LLM calls per episode) answers its reports, and Swift's loop guard is on")
+_AMM_MISSING = "AMM is not implemented yet: its flag is set but nothing is written to or read from memory"
 PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
-    "baseline": ("SwiftSage: Swift + Sage with the switching heuristic, no AMM, no SRM.", {}),
-    "amm": ("+AMM: salience-gated episodic memory with triggered retrieval (T1-T4).", {"amm.enabled": True}),
-    "srm": ("+SRM: Gate-1, stagnation detector and the bounded Critic.", {"srm.enabled": True}),
-    "full": ("Full: AMM and SRM together.", {"amm.enabled": True, "srm.enabled": True}),
+    "baseline": ("SwiftSage: Swift acts, Sage (the LLM) plans when a switching rule fires. No Gate-1, no "
+                 "stagnation detector, no Critic, no loop guard, no memory.", {}),
+    "amm": (f"+AMM: {_AMM_MISSING}, so this runs exactly the Baseline loop.", {"amm.enabled": True}),
+    "srm": ("+SRM: SwiftSage plus self-reflection: " + _SRM_RUNS.format(budget=3) + ".", {"srm.enabled": True}),
+    "full": (f"Full: the +SRM agent ({_SRM_RUNS.format(budget=3)}); {_AMM_MISSING}.",
+             {"amm.enabled": True, "srm.enabled": True}),
     "full-critic6": (
-        "Sensitivity: Full with a Critic budget of 6 calls per episode.",
+        f"Sensitivity: Full with a Critic budget of 6 calls per episode; {_AMM_MISSING}.",
         {"amm.enabled": True, "srm.enabled": True, "srm.critic_budget": 6},
     ),
     "full-weak-memory": (
-        "Sensitivity: Full with weak (unfilled) memory: no warm-up episodes.",
+        f"Sensitivity: Full with weak (unfilled) memory; {_AMM_MISSING}, so this equals Full.",
         {"amm.enabled": True, "srm.enabled": True, "amm.warmup": False},
     ),
     "full-no-swift-t1": (
-        "Sensitivity: Full without injecting memory into Swift on T1.",
+        f"Sensitivity: Full without memory injection into Swift on T1; {_AMM_MISSING}, so this equals Full.",
         {"amm.enabled": True, "srm.enabled": True, "amm.swift_injection": False},
     ),
 }

@@ -6,8 +6,6 @@ starts. The app drives an `Agent` one `step()` at a time and never reaches into 
 """
 from __future__ import annotations
 
-import gzip
-import json
 import time
 import uuid
 from collections import deque
@@ -16,18 +14,32 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable, Protocol, Sequence
 
+from .actions import action_key, is_focus, strip_decorations
 from .config import Config
 from .env import Observation, ScienceWorld
+from .gold import focus_limit, worked_examples
 from .llm import LLMBackend
 from .sage import Sage, SageContext, map_action
+from .srm.critic import Critic, CriticContext, limit_moves
+from .srm.gate1 import DROP, Gate1, GateContext, menu_choice
+from .srm.loop_guard import STREAK, apply_loop_guard
+from .srm.stagnation import detect
 from .swift.format import HistoryStep, SwiftState, swift_input
-from .swift.loop_guard import STREAK, apply_loop_guard
 from .swift.model import SwiftProposal
-from .trace import (EpisodeHeader, EpisodeSummary, StepRecord, SwiftCandidate, TraceWriter, Trigger)
+from .trace import (CriticCall, EpisodeHeader, EpisodeSummary, Gate1Decision, MenuChoice, StagnationReport,
+                    StepRecord, SwiftCandidate, TraceWriter, Trigger)
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS_DIR = ROOT / "runs"
-GOLD_PACK = ROOT / "assets" / "swift" / "gold_trajectories.jsonl.gz"
+
+
+def mechanisms(cfg: Config) -> list[str]:
+    """What actually runs under a config: the episode header lists it and the app shows only these panels."""
+    out = ["swift", "sage"]
+    if cfg.srm.enabled:
+        out += ["gate1", "stagnation"] + (["critic"] if cfg.srm.critic_enabled else []) + \
+               (["loop_guard"] if cfg.srm.loop_guard else [])
+    return out
 
 
 class SwiftPolicy(Protocol):
@@ -37,9 +49,10 @@ class SwiftPolicy(Protocol):
 
 
 class ModelSwift:
-    """The trained Swift model behind the controller's interface."""
+    """The trained Swift model behind the controller's interface. The loop guard (an SRM mechanism) is
+    applied by the controller when SRM is on; `loop_guard=True` here is for the Swift-only benchmark."""
 
-    def __init__(self, model, k: int = 10, n: int = 5, loop_guard: bool = True, loop_guard_streak: int = STREAK):
+    def __init__(self, model, k: int = 10, n: int = 5, loop_guard: bool = False, loop_guard_streak: int = STREAK):
         self.model, self.k, self.n, self.loop_guard = model, k, n, loop_guard
         self.loop_guard_streak = loop_guard_streak
         self.name = model.name
@@ -63,9 +76,10 @@ class ScriptedSwift:
             a = self._fn(state, valid_actions)
         else:
             a = self._items.pop(0) if self._items else "look around"
-        ok = a in set(valid_actions)
-        return SwiftProposal(top1=a, candidates=[(a, 0.0)], valid_ranked=[(a, 0.0)] if ok else [],
-                             action=a if ok else (valid_actions[0] if valid_actions else a))
+        by_key = {action_key(v): v for v in valid_actions}
+        hit = by_key.get(action_key(a))
+        return SwiftProposal(top1=a, candidates=[(a, 0.0)], valid_ranked=[(hit, 0.0)] if hit else [],
+                             action=hit or a)
 
 
 def load_swift(cfg: Config) -> SwiftPolicy:
@@ -74,35 +88,68 @@ def load_swift(cfg: Config) -> SwiftPolicy:
     model = SwiftModel(ROOT / cfg.swift.checkpoint_dir / "model", threads=default_threads(),
                        max_input_tokens=cfg.swift.max_input_tokens, max_output_tokens=cfg.swift.max_output_tokens)
     sc = cfg.swift
-    return ModelSwift(model, sc.history_k, sc.num_candidates, sc.loop_guard, sc.loop_guard_streak)
+    return ModelSwift(model, sc.history_k, sc.num_candidates)
 
 
-_GOLD_CACHE: dict[str, list[tuple[str, list[str]]]] = {}
+@dataclass
+class Buffered:
+    """One action in the FIFO buffer, with who put it there."""
 
-
-def worked_examples(task: str, exclude_variation: int | None = None, n: int = 1) -> list[tuple[str, list[str]]]:
-    """Train gold trajectories of the same task (shortest first), for Sage's grounding prompt."""
-    if not _GOLD_CACHE and GOLD_PACK.exists():
-        with gzip.open(GOLD_PACK, "rt", encoding="utf-8") as fh:
-            for line in fh:
-                t = json.loads(line)
-                if t["split"] == "train":
-                    _GOLD_CACHE.setdefault(t["task"], []).append(
-                        (t["variation"], t["task_description"], [s["action"] for s in t["steps"]]))
-    rows = sorted((r for r in _GOLD_CACHE.get(task, []) if r[0] != exclude_variation), key=lambda r: len(r[2]))
-    return [(d, a) for _v, d, a in rows[:n]]
+    text: str
+    source: str  # sage | critic
+    gated_step: int = 0  # the step at which Gate-1 admitted it (not re-checked in that same step)
 
 
 @dataclass
 class AgentState:
-    mode: str = "swift"  # swift | sage
-    buffer: deque = field(default_factory=deque)
+    mode: str = "swift"  # swift | sage (Sage mode = the buffer is being executed, whoever filled it)
+    buffer: deque = field(default_factory=deque)  # of Buffered
     buffer_failures: int = 0
     rewards: list[float] = field(default_factory=list)
     steps_since_sage: int = 0
     plan: dict[str, str] = field(default_factory=dict)
     swift_state: SwiftState | None = None
     sage_history: list[tuple[str, str]] = field(default_factory=list)
+    # SRM
+    focus_done: int = 0
+    last_report_step: int | None = None
+    pending_report: StagnationReport | None = None
+    pending_report_step: int = 0
+    avoid: list[str] = field(default_factory=list)
+    avoid_until: int = 0
+    critic_calls: int = 0
+    last_critic_step: int | None = None
+    critic_backoff_until: int = 0
+    menu_tried: dict[str, list[int]] = field(default_factory=dict)  # request key -> menu options sent
+
+
+@dataclass
+class _Step:
+    """What one step collects before it becomes a StepRecord."""
+
+    step: int
+    gate1: list[Gate1Decision] = field(default_factory=list)
+    mappings: list = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    llm_calls: list = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    trigger: Trigger | None = None
+    prop: SwiftProposal | None = None
+    menu: MenuChoice | None = None
+    critic: CriticCall | None = None
+    buffer_before: list[str] = field(default_factory=list)
+    drops: int = 0
+    sage_called: bool = False
+
+
+class _LazyEmbedder:
+    """Loads the sentence embedder only when Gate-1 or the mapping actually needs a similarity."""
+
+    def __init__(self, get):
+        self._get = get
+
+    def encode(self, texts):
+        return self._get().encode(texts)
 
 
 class Agent:
@@ -114,6 +161,8 @@ class Agent:
         self.swift = swift
         self.llm = llm
         self.sage = Sage(llm, cfg.sage)
+        self.gate = Gate1(cfg.srm)
+        self.critic = Critic(llm, cfg.srm, temperature=cfg.sage.temperature)
         self.env = env or ScienceWorld(cfg.env)
         self.runs_dir = Path(runs_dir)
         self._embedder = embedder
@@ -122,6 +171,7 @@ class Agent:
         self.last: Observation | None = None
         self.records: list[StepRecord] = []
         self.summary: EpisodeSummary | None = None
+        self._focus_limit: int | None = None
 
     # ------------------------------------------------------------ lifecycle
     @property
@@ -149,13 +199,15 @@ class Agent:
         self.state = AgentState(swift_state=SwiftState(task_description=obs.task_description, score=obs.score,
                                                        look=obs.look, inventory=obs.inventory, start_room=obs.room))
         self._examples = worked_examples(info.name, variation, self.cfg.sage.worked_examples)
+        self._focus_limit = focus_limit(info.name)
         run_id = f"{datetime.now().strftime('%Y%m%d-%H%M%S')}-{info.name}-v{variation}-{self.cfg.preset}-" \
                  f"{uuid.uuid4().hex[:6]}"
         header = EpisodeHeader(task=info.name, task_index=info.index, variation=variation, split=self.env.split or "",
                                task_description=obs.task_description, config=self.cfg.to_dict(),
                                models={"swift": self.swift.name, "sage": f"{self.llm.name}:{self.llm.model}"},
                                seed=self.cfg.seed, run_id=run_id, initial_observation=obs.text,
-                               initial_look=obs.look, initial_inventory=obs.inventory)
+                               initial_look=obs.look, initial_inventory=obs.inventory,
+                               mechanisms=mechanisms(self.cfg))
         self.writer = TraceWriter(self.runs_dir / f"{run_id}.jsonl", header)
         return header
 
@@ -186,15 +238,16 @@ class Agent:
         return self.finish() if self.done else self.summary  # type: ignore[return-value]
 
     # ------------------------------------------------------------ triggers
-    def _triggers(self, prop: SwiftProposal, valid: set[str]) -> list[Trigger]:
+    def _triggers(self, prop: SwiftProposal, action: str, valid: Sequence[str]) -> list[Trigger]:
         cc = self.cfg.controller
         out: list[Trigger] = []
-        if prop.top1 not in valid:
+        valid_keys = {action_key(v) for v in valid}
+        if action_key(prop.top1) not in valid_keys:  # case and spacing aside: Swift's tokenizer is uncased
             out.append(Trigger("invalid", "invalid: Swift's action is not valid in the current state",
                                {"swift_top1": prop.top1}))
-        if prop.action.startswith(cc.critical_prefixes) or prop.top1.startswith(cc.critical_prefixes):
+        if action.startswith(cc.critical_prefixes) or prop.top1.lower().startswith(cc.critical_prefixes):
             out.append(Trigger("critical", "critical: 'focus on ...' is a key decision that can end the task",
-                               {"swift_action": prop.action}))
+                               {"swift_action": action}))
         last_text = (self.last.text if self.last else "").lower()
         hits = [m for m in cc.unexpected_markers if m in last_text]
         if self.records and hits:
@@ -206,124 +259,333 @@ class Agent:
             out.append(Trigger("stuck", f"stuck: the rewards of the last {w} steps sum to 0", {"rewards": recent}))
         return out
 
-    # ------------------------------------------------------------ one step
-    def _sage_context(self) -> SageContext:
+    # ------------------------------------------------------------ parts of one step
+    def _gate_ctx(self, valid: Sequence[str], step: int) -> GateContext:
+        st, ss = self.state, self.state.swift_state
+        return GateContext(valid=valid, look=ss.look, inventory=ss.inventory, focus_done=st.focus_done,
+                           focus_limit=self._focus_limit, avoid=st.avoid if step <= st.avoid_until else (),
+                           embedder=_LazyEmbedder(lambda: self.embedder))
+
+    def _sage_context(self, trigger: Trigger | None, prop: SwiftProposal | None, action: str | None) -> SageContext:
         ss = self.state.swift_state
+        why = ""
+        if trigger is not None:
+            why = f"You are called because a switching rule fired: {trigger.rule}."
+            if prop is not None:
+                proposed = action or prop.action
+                if trigger.name == "critical":
+                    why += (f" My instinct (Swift, the fast policy) tells me to '{proposed}'. A wrong 'focus on' "
+                            f"ends the task: check that this is the object the task asks for before committing.")
+                elif trigger.name == "invalid":
+                    why += f" My instinct (Swift) was '{prop.top1}', which the game does not accept here."
+                else:
+                    why += f" My instinct (Swift) proposes '{proposed}'."
         return SageContext(task=ss.task_description, look=ss.look, inventory=ss.inventory, score=ss.score,
                            time=ss.time, history=self.state.sage_history, task_name=self.env.task.name,
-                           worked_examples=self._examples)
+                           worked_examples=self._examples, called_because=why)
 
-    def _next_buffered(self, valid: Sequence[str], mappings: list, notes: list[str]) -> str | None:
-        """Pop buffered actions until one maps onto a valid action; unmappable ones count as failures."""
-        while self.state.buffer:
-            raw = self.state.buffer.popleft()
-            m = map_action(raw, valid, self.cfg.sage.map_similarity_threshold, self.embedder)
-            mappings.append(m)
-            if m.mapped is not None:
-                return m.mapped
-            self.state.buffer_failures += 1
-            notes.append(f"buffered action {raw!r} matches no valid action (best similarity {m.similarity})")
-            if self.state.buffer_failures >= self.cfg.controller.buffer_fail_limit:
-                notes.append(f"{self.state.buffer_failures} buffered actions failed in a row: back to Swift")
-                self.state.buffer.clear()
+    def _take_buffered(self, w: _Step, valid: Sequence[str]) -> tuple[str | None, str]:
+        """Pop buffered actions until one passes Gate-1 (SRM) or maps onto a valid action (Baseline)."""
+        st, srm = self.state, self.cfg.srm
+        tries = 0
+        while st.buffer and (not srm.enabled or tries < srm.gate1_max_buffer_tries):
+            item: Buffered = st.buffer.popleft()
+            tries += 1
+            if srm.enabled:
+                if item.gated_step == w.step:  # admitted by Gate-1 a moment ago, in this very state
+                    return item.text, item.source
+                d = self.gate.check(item.text, item.source, self._gate_ctx(valid, w.step))
+                w.gate1.append(d)
+                if d.decision != DROP:
+                    return d.result, item.source
+                w.drops += 1
+                w.notes.append(f"Gate-1 dropped buffered action {item.text!r}: {d.detail}")
+            else:
+                m = map_action(item.text, valid, self.cfg.sage.map_similarity_threshold, self.embedder)
+                w.mappings.append(m)
+                if m.mapped is not None:
+                    return m.mapped, item.source
+                w.notes.append(f"buffered action {item.text!r} matches no valid action"
+                               f"{f' ({m.reason})' if m.reason else ''}")
+            st.buffer_failures += 1
+            if st.buffer_failures >= self.cfg.controller.buffer_fail_limit:
+                w.notes.append(f"{st.buffer_failures} buffered actions failed in a row: back to Swift")
+                st.buffer.clear()
                 break
-        return None
+            if srm.enabled and w.drops >= srm.gate1_drops_for_sage and not w.sage_called:
+                break  # two drops in one step: Sage decides this step (once)
+        return None, ""
 
+    def _call_sage(self, w: _Step, trigger: Trigger, valid: Sequence[str], prop: SwiftProposal | None = None,
+                   swift_action: str | None = None) -> tuple[str | None, str]:
+        st = self.state
+        w.trigger, w.sage_called = trigger, True
+        t0 = time.perf_counter()
+        res = self.sage.think(self._sage_context(trigger, prop, swift_action))
+        w.timings["sage"] = w.timings.get("sage", 0.0) + time.perf_counter() - t0
+        w.llm_calls += res.llm_calls
+        w.notes += res.problems
+        st.steps_since_sage = 0
+        if res.plan:
+            st.plan = res.plan
+        if res.error:
+            w.notes.append(f"Sage failed ({res.error}); falling back to Swift's action")
+            return None, ""
+        if not res.actions:
+            return None, ""
+        st.buffer = deque(Buffered(a, "sage") for a in res.actions)
+        st.mode, st.buffer_failures = "sage", 0
+        w.buffer_before = list(res.actions)
+        action, system = self._take_buffered(w, valid)
+        if action is None:
+            st.mode = "swift"
+            w.notes.append("no buffered action passed; falling back to Swift's action")
+        return action, system
+
+    def _swift_turn(self, w: _Step, valid: Sequence[str]) -> tuple[str, str]:
+        st, srm = self.state, self.cfg.srm
+        t0 = time.perf_counter()
+        prop = self.swift.propose(st.swift_state, valid)
+        if srm.enabled and srm.loop_guard:
+            prop = apply_loop_guard(prop, st.swift_state.history, srm.loop_guard_streak)
+        w.timings["swift"] = time.perf_counter() - t0
+        w.prop = prop
+        if prop.guard:
+            w.notes.append(f"Swift loop guard: {prop.guard}")
+        swift_action: str | None = prop.action
+        forced: Trigger | None = None
+        ranked = [prop.action] + [a for a, _s in prop.valid_ranked if a != prop.action]
+        if srm.enabled:
+            swift_action, dropped = None, []
+            for cand in ranked[: srm.gate1_max_swift_tries]:
+                d = self.gate.check(cand, "swift", self._gate_ctx(valid, w.step))
+                w.gate1.append(d)
+                if d.decision != DROP:
+                    swift_action = d.result
+                    break
+                dropped.append(cand)
+                w.drops += 1
+                if len(dropped) >= srm.gate1_drops_for_sage:
+                    break
+            if swift_action is None:
+                forced = Trigger("gate1_drops", f"Gate-1 dropped {len(dropped)} of Swift's actions in this step "
+                                                f"(at {srm.gate1_drops_for_sage} drops Sage decides the step, once)",
+                                 {"dropped": dropped})
+        fired = self._triggers(prop, swift_action or prop.action, valid) if self.cfg.controller.sage_enabled else []
+        if forced and self.cfg.controller.sage_enabled:
+            fired.insert(0, forced)
+        if fired and not w.sage_called:
+            trigger = Trigger(fired[0].name, fired[0].rule, {**fired[0].evidence, "all_triggers": [f.name for f in fired]})
+            action, system = self._call_sage(w, trigger, valid, prop, swift_action)
+            if action is not None:
+                return action, system
+        if swift_action is not None:
+            return swift_action, "swift"
+        # SRM dropped every Swift candidate it tried and Sage gave nothing: the next admissible one, else look
+        checked = {d.proposed for d in w.gate1 if d.source == "swift"}
+        for cand in [c for c in ranked if c not in checked]:
+            d = self.gate.check(cand, "swift", self._gate_ctx(valid, w.step))
+            w.gate1.append(d)
+            if d.decision != DROP:
+                return d.result, "swift"
+        w.notes.append("no Swift candidate passed Gate-1 and Sage gave nothing: 'look around' (changes nothing)")
+        return "look around", "swift"
+
+    def _answer_menu(self, w: _Step) -> tuple[str, str]:
+        """ScienceWorld asked which of several objects was meant: answer with a number, deliberately."""
+        st = self.state
+        options = self.last.menu
+        request = st.swift_state.history[-1].action if st.swift_state.history else ""
+        if self.cfg.srm.enabled:
+            tried = st.menu_tried.setdefault(action_key(request), [])
+            i, why = menu_choice(request, options, tried, task=st.swift_state.task_description)
+            if i >= 0:
+                tried.append(i)
+            w.gate1.append(Gate1Decision(source="menu", proposed=request, decision="ACCEPT", result=str(i) if i >= 0
+                                         else "", reason="MENU_CHOICE" if i >= 0 else "MENU_CANCEL",
+                                         normalized=str(i), detail=why))
+            chooser = "gate1"
+        else:  # SwiftSage answers an ambiguity menu with its first option
+            i, why, chooser = 0, "the first option (0), as SwiftSage does; Gate-1 is off in this preset", "default"
+        w.menu = MenuChoice(request=request, options=list(options), chosen=i, chooser=chooser, why=why)
+        # a blank answer cancels the menu (the game's own prompt says so)
+        return (str(i) if i >= 0 else ""), (self.records[-1].system if self.records else "swift")
+
+    def _critic_before_step(self, w: _Step, valid: Sequence[str]) -> None:
+        """Serve a pending stagnation report: call the Critic if its rules allow, else record why not."""
+        st, c = self.state, self.cfg.srm
+        rep = st.pending_report
+        if rep is None or not c.critic_enabled:
+            return
+        rstep = st.pending_report_step
+
+        def skip(status: str, reason: str) -> None:
+            w.critic = CriticCall(status=status, report_step=rstep, reason=reason, budget_used=st.critic_calls,
+                                  budget=c.critic_budget, buffer_policy=c.critic_buffer_policy)
+            st.pending_report = None
+
+        if any(r.reward > 0 for r in self.records if r.step > rstep):
+            return skip("cancelled", "a positive reward came after the report: the agent is making progress again")
+        if st.critic_calls >= c.critic_budget:
+            return skip("budget_exhausted", f"all {c.critic_budget} Critic calls of this episode are used")
+        if st.last_critic_step is not None and w.step - st.last_critic_step <= c.critic_cooldown_steps:
+            return skip("cooldown", f"the last Critic call was {w.step - st.last_critic_step} step(s) ago; the "
+                                    f"cooldown is {c.critic_cooldown_steps} steps")
+        if w.step <= st.critic_backoff_until:
+            return skip("cooldown", f"backing off until step {st.critic_backoff_until + 1}: the last answer only "
+                                    f"repeated recent actions")
+        if c.critic_wait_for_empty_buffer and st.mode == "sage" and st.buffer:
+            if w.step - rstep > c.critic_report_ttl_steps:
+                return skip("expired", f"the buffer was still busy {c.critic_report_ttl_steps} steps after the "
+                                       f"report (srm.critic_report_ttl_steps)")
+            w.notes.append("a stagnation report is waiting for the action buffer to empty before the Critic runs")
+            return
+        ss = st.swift_state
+        hist = [(h.action, h.observation, h.reward) for h in ss.history]
+        ctx = CriticContext(task=ss.task_description, look=ss.look, inventory=ss.inventory, score=ss.score,
+                            time=ss.time, history=hist, report=rep, valid=valid)
+        t0 = time.perf_counter()
+        call, ans = self.critic.ask(ctx)
+        w.timings["critic"] = time.perf_counter() - t0
+        w.llm_calls.append(call)
+        st.critic_calls += 1
+        st.last_critic_step = w.step
+        st.pending_report = None
+        cc = CriticCall(status="called", report_step=rstep, prompt=call.prompt, output=call.output,
+                        diagnosis=ans.diagnosis, course_correction=ans.course_correction, actions=list(ans.actions),
+                        buffer_policy=c.critic_buffer_policy, budget_used=st.critic_calls, budget=c.critic_budget,
+                        latency_s=round(call.latency_s, 3), problems=list(ans.problems))
+        w.critic = cc
+        if call.error:
+            cc.status, cc.error = "failed", call.error
+            cc.reason = "the Critic's LLM call failed; the agent goes on without it"
+            return
+        kept, extra_moves = limit_moves(ans.actions, c.critic_max_moves)
+        if extra_moves:
+            cc.problems.append(f"more than {c.critic_max_moves} move(s): left out {extra_moves}")
+        # The first action is checked in full now (it runs in this state); later ones only for what does not
+        # depend on the state (they are checked in full when their turn comes, after the first has run).
+        admitted: list[str] = []
+        for a in kept:
+            if not admitted:
+                d = self.gate.check(a, "critic", self._gate_ctx(valid, w.step))
+                w.gate1.append(d)
+                text = d.result if d.decision != DROP else None
+            else:
+                d = self.gate.precheck(a, "critic")
+                if d is not None:
+                    w.gate1.append(d)
+                text = None if d is not None else strip_decorations(a)[0]
+            if text is not None and action_key(text) not in {action_key(x) for x in admitted}:
+                admitted.append(text)
+        recent = {action_key(r.action) for r in self.records[-c.critic_repeat_window:]}
+        if not admitted:
+            cc.reason = "none of its actions passed Gate-1: nothing entered the buffer"
+            return
+        if all(action_key(a) in recent for a in admitted):
+            cc.status = "repeat_skipped"
+            cc.reason = (f"every action repeats one of the last {c.critic_repeat_window} actions: skipped; the Critic "
+                         f"backs off for {c.critic_repeat_backoff_steps} steps")
+            st.critic_backoff_until = w.step + c.critic_repeat_backoff_steps
+            return
+        cc.admitted = admitted
+        items = [Buffered(a, "critic", gated_step=w.step if i == 0 else 0) for i, a in enumerate(admitted)]
+        if c.critic_buffer_policy == "append":
+            st.buffer.extend(items)
+        else:
+            st.buffer = deque(items)
+        st.mode, st.buffer_failures = "sage", 0
+        w.buffer_before = [b.text for b in st.buffer]
+        cc.reason = f"{len(admitted)} action(s) passed Gate-1 and entered the buffer ({c.critic_buffer_policy})"
+
+    # ------------------------------------------------------------ one step
     def step(self) -> StepRecord:
         if self.writer is None or self.last is None:
             raise RuntimeError("start(task, variation) first")
         if self.done:
             raise RuntimeError("the episode is over")
         t_all = time.perf_counter()
-        timings: dict[str, float] = {}
-        st = self.state
+        st, cc, srm = self.state, self.cfg.controller, self.cfg.srm
+        w = _Step(step=len(self.records) + 1, buffer_before=[b.text for b in st.buffer])
         t0 = time.perf_counter()
         valid = self.env.valid_actions()
-        valid_set = set(valid)
-        timings["valid_actions"] = time.perf_counter() - t0
-        buffer_before = list(st.buffer)
-        mappings, notes, llm_calls = [], [], []
-        trigger: Trigger | None = None
-        prop: SwiftProposal | None = None
-        plan = dict(st.plan)
+        w.timings["valid_actions"] = time.perf_counter() - t0
+        plan_before = dict(st.plan)
         action: str | None = None
         system = "swift"
 
-        if st.mode == "sage" and st.buffer:
-            action = self._next_buffered(valid, mappings, notes)
-            if action is not None:
-                system = "sage"
-        if action is None:
-            if st.mode == "sage":
-                trigger = Trigger("buffer_empty" if st.buffer_failures < self.cfg.controller.buffer_fail_limit
-                                  else "buffer_failed",
-                                  "back to Swift: the action buffer is empty" if st.buffer_failures <
-                                  self.cfg.controller.buffer_fail_limit else
-                                  f"back to Swift: {self.cfg.controller.buffer_fail_limit} buffered actions failed "
-                                  f"in a row", {"buffer_failures": st.buffer_failures})
-                st.mode, st.buffer_failures = "swift", 0
-                st.buffer.clear()
-            t0 = time.perf_counter()
-            prop = self.swift.propose(st.swift_state, valid)
-            timings["swift"] = time.perf_counter() - t0
-            if prop.guard:
-                notes.append(f"Swift loop guard: {prop.guard}")
-            fired = self._triggers(prop, valid_set)
-            if fired:
-                trigger = Trigger(fired[0].name, fired[0].rule,
-                                  {**fired[0].evidence, "all_triggers": [f.name for f in fired]})
-                t0 = time.perf_counter()
-                res = self.sage.think(self._sage_context())
-                timings["sage"] = time.perf_counter() - t0
-                llm_calls += res.llm_calls
-                notes += res.problems
-                st.steps_since_sage = 0
-                if res.plan:
-                    st.plan = plan = res.plan
-                if res.error:
-                    notes.append(f"Sage failed ({res.error}); falling back to Swift's action")
-                elif res.actions:
-                    st.buffer = deque(res.actions)
-                    st.mode, st.buffer_failures = "sage", 0
-                    buffer_before = list(st.buffer)
-                    action = self._next_buffered(valid, mappings, notes)
-                    if action is not None:
-                        system = "sage"
-                    else:
-                        st.mode = "swift"
-                        notes.append("no buffered action mapped onto a valid one; falling back to Swift's action")
+        if self.last.menu:
+            action, system = self._answer_menu(w)
+        else:
+            if srm.enabled:
+                self._critic_before_step(w, valid)
+            if st.mode == "sage" and st.buffer:
+                action, system = self._take_buffered(w, valid)
+                if (action is None and srm.enabled and w.drops >= srm.gate1_drops_for_sage and not w.sage_called
+                        and cc.sage_enabled):
+                    trig = Trigger("gate1_drops", f"Gate-1 dropped {w.drops} buffered actions in this step (at "
+                                                  f"{srm.gate1_drops_for_sage} drops Sage decides the step, once)",
+                                   {"dropped": [d.proposed for d in w.gate1 if d.decision == DROP]})
+                    action, system = self._call_sage(w, trig, valid)
             if action is None:
-                action = prop.action
-                system = "swift"
+                if st.mode == "sage":
+                    failed = st.buffer_failures >= cc.buffer_fail_limit
+                    w.trigger = w.trigger or Trigger(
+                        "buffer_failed" if failed else "buffer_empty",
+                        f"back to Swift: {cc.buffer_fail_limit} buffered actions failed in a row" if failed else
+                        "back to Swift: the action buffer is empty", {"buffer_failures": st.buffer_failures})
+                    st.mode, st.buffer_failures = "swift", 0
+                    st.buffer.clear()
+                action, system = self._swift_turn(w, valid)
 
         t0 = time.perf_counter()
         obs = self.env.step(action)
-        timings["env"] = time.perf_counter() - t0
+        w.timings["env"] = time.perf_counter() - t0
         # bookkeeping for the next step
-        if system == "sage":
+        if system in ("sage", "critic") and not w.menu:
             failed = (not obs.action_valid) or obs.reward < 0
             st.buffer_failures = st.buffer_failures + 1 if failed else 0
-            if st.buffer_failures >= self.cfg.controller.buffer_fail_limit:
-                notes.append(f"{st.buffer_failures} buffered actions failed in a row: back to Swift next step")
+            if st.buffer_failures >= cc.buffer_fail_limit:
+                w.notes.append(f"{st.buffer_failures} buffered actions failed in a row: back to Swift next step")
                 st.buffer.clear()
+        # a focus counts when it happened: not when it only raised a menu, but when the menu answer chose it
+        if (is_focus(action) and not obs.menu) or (w.menu and w.menu.chosen >= 0 and is_focus(w.menu.request)):
+            st.focus_done += 1
         st.rewards.append(obs.reward)
         st.steps_since_sage += 1
         ss = st.swift_state
         ss.history.append(HistoryStep(action=action, observation=obs.text, reward=obs.reward, room=obs.room))
         ss.score, ss.look, ss.inventory = obs.score, obs.look, obs.inventory
         st.sage_history.append((action, obs.text))
+        if obs.reward > 0:
+            st.avoid = []  # progress: the last report's list no longer binds Swift
         self.last = obs
-        timings["total"] = time.perf_counter() - t_all
+        prop = w.prop
+        valid_keys = {action_key(v) for v in valid}
         rec = StepRecord(
             step=obs.step, action=action, system=system, observation=obs.text, look=obs.look,
             inventory=obs.inventory, score=obs.score, reward=obs.reward, moves=obs.moves, done=obs.done,
-            failed=obs.failed, room=obs.room, action_valid=obs.action_valid, trigger=trigger,
-            swift_candidates=[SwiftCandidate(a, round(s, 4), a in valid_set) for a, s in prop.candidates] if prop else [],
+            failed=obs.failed, room=obs.room, action_valid=obs.action_valid, trigger=w.trigger,
+            swift_candidates=[SwiftCandidate(a, round(s, 4), action_key(a) in valid_keys) for a, s in prop.candidates]
+            if prop else [],
             swift_top1=prop.top1 if prop else None,
             swift_valid_ranked=[SwiftCandidate(a, round(s, 4), True) for a, s in prop.valid_ranked] if prop else [],
-            plan=plan, buffer_before=buffer_before,
-            buffer_after=list(st.buffer), mappings=mappings, llm_calls=llm_calls,
-            env_events=self.env.drain_events(), timings={k: round(v, 4) for k, v in timings.items()}, notes=notes)
+            plan=dict(st.plan) if st.plan else plan_before, buffer_before=w.buffer_before,
+            buffer_after=[b.text for b in st.buffer], buffer_after_sources=[b.source for b in st.buffer],
+            mappings=w.mappings, gate1=w.gate1, menu=w.menu, critic=w.critic, llm_calls=w.llm_calls,
+            env_events=self.env.drain_events(), notes=w.notes,
+            mode_after="sage" if st.mode == "sage" and st.buffer else "swift")
+        if srm.enabled and not obs.done:
+            t0 = time.perf_counter()
+            report = detect(self.records + [rec], srm, st.last_report_step)
+            w.timings["stagnation"] = time.perf_counter() - t0
+            if report is not None:
+                rec.stagnation = report
+                st.last_report_step = st.pending_report_step = rec.step
+                st.pending_report = report
+                st.avoid, st.avoid_until = list(report.actions_to_avoid), rec.step + srm.gate1_avoid_steps
+        w.timings["total"] = time.perf_counter() - t_all
+        rec.timings = {k: round(v, 4) for k, v in w.timings.items()}
         self.writer.append(rec)
         self.records.append(rec)
         if obs.done:

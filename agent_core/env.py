@@ -25,6 +25,17 @@ INVALID_ACTION_TEXT = "No known action matches that input."
 _ROOM_RE = re.compile(r"This room is called the ([^.]+)\.")
 # Observations that mean the action did nothing (not a crash): the agent must be told it was not valid.
 _NOT_VALID_PREFIXES = (INVALID_ACTION_TEXT, "Unknown action.")
+AMBIGUOUS_PREFIX = "Ambiguous request"
+_MENU_ROW = re.compile(r"^\s*(\d+):\s*(.+?)\s*$")
+
+
+def parse_menu(text: str) -> list[str]:
+    """The options of ScienceWorld's ambiguity menu ("Ambiguous request: ... 0: look at yellow paint ..."),
+    in number order; [] when the text is not such a menu."""
+    if not (text or "").lstrip().startswith(AMBIGUOUS_PREFIX):
+        return []
+    rows = [m for m in (_MENU_ROW.match(line) for line in text.splitlines()) if m]
+    return [m.group(2) for m in sorted(rows, key=lambda m: int(m.group(1)))]
 
 
 class EnvError(RuntimeError):
@@ -181,6 +192,8 @@ class Observation:
     action: str = ""  # the action that produced this observation ("" for reset)
     action_valid: bool = True  # False when the parser matched nothing
     step: int = 0  # agent steps taken so far in this episode
+    # ScienceWorld answered an ambiguous action with a numbered menu: its options (index = number to send)
+    menu: list[str] = field(default_factory=list)
 
     @property
     def success(self) -> bool:
@@ -325,6 +338,7 @@ class ScienceWorld:
             text=text, look=look, inventory=inv, task_description=self._task_desc, score=score,
             reward=reward if count else 0.0, moves=moves, done=done, failed=failed, room=room_of(look),
             action=action if count else "", action_valid=not text.startswith(_NOT_VALID_PREFIXES), step=step,
+            menu=parse_menu(text),
         )
 
     def step(self, action: str) -> Observation:

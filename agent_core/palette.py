@@ -9,3 +9,7 @@ ACTOR_COLORS = {
 ACTOR_LABELS = {"swift": "Swift (fast)", "sage": "Sage (slow)", "critic": "Critic", "gate1_drop": "Gate-1 drop",
                 "user": "You"}
 MEMORY_TYPE_COLORS = {"observation": "#4C78A8", "reflection": "#F58518", "plan": "#54A24B"}
+# Gate-1's three decisions: green goes ahead, amber was fixed, red (the Gate-1 drop colour) never ran.
+GATE1_COLORS = {"ACCEPT": "#2ca02c", "REPAIR": "#d08c00", "DROP": ACTOR_COLORS["gate1_drop"]}
+# Marks that are not actors: the stagnation detector's reports (timeline, cards).
+STAGNATION_COLOR = "#8c564b"

@@ -71,15 +71,73 @@ class ActionMapping:
     mapped: str | None
     method: str  # exact | normalized | similarity | unmapped
     similarity: float | None = None
+    reason: str = ""  # why it stayed unmapped
 
 
 @dataclass
 class Gate1Decision:
-    source: str  # swift | sage | critic
-    proposed: str
-    decision: str  # accepted | repaired | dropped
-    result: str | None = None
-    reason: str = ""
+    """SRM's Gate-1 on one proposed action (SPEC.md section 6): normalize -> admissibility -> repair -> drop.
+
+    decision: ACCEPT (admissible as written, after normalization) | REPAIR (a small, safe, deterministic fix
+    made it admissible; `result` is the repaired form) | DROP (not executed; `result` is None).
+    reason: a code from agent_core.srm.gate1.REASONS (e.g. NOT_IN_VALID_ACTIONS, REPAIR_CASE); `detail`
+    says it in words for this action."""
+
+    source: str  # swift | sage | critic | menu
+    proposed: str  # the text as the source wrote it
+    decision: str  # ACCEPT | REPAIR | DROP
+    result: str | None = None  # the action that would run (None when dropped)
+    reason: str = ""  # reason code
+    normalized: str = ""  # the proposed text after normalization
+    detail: str = ""  # the reason in words
+    similarity: float | None = None  # for REPAIR_NEAREST: cosine similarity to the chosen valid action
+
+
+@dataclass
+class MenuChoice:
+    """ScienceWorld answered an ambiguous action with a numbered menu; this is how the agent answered it."""
+
+    request: str  # the action that produced the menu
+    options: list[str]  # the menu's options, index = the number to type
+    chosen: int  # the number sent; -1: cancelled with a blank answer (Gate-1 never guesses a focus target)
+    chooser: str  # swift (its own proposal was a number) | gate1 (SRM picked) | default (first option)
+    why: str = ""
+
+
+@dataclass
+class StagnationReport:
+    """SRM's stagnation detector fired after this step (SPEC.md section 6)."""
+
+    modes: list[str]  # e.g. SAME_OBS_3, REPEAT_ACTION_2_NO_EFFECT, REPEAT_VERB_3_NO_EFFECT, MOVE_SPAM_4_OF_5
+    counts: dict[str, int] = field(default_factory=dict)  # mode -> how many times its pattern was seen
+    window: int = 5  # steps looked back over
+    last_action: str = ""
+    observation_signature: str = ""  # the clipped observation that repeats
+    actions_to_avoid: list[str] = field(default_factory=list)
+    constraints: list[str] = field(default_factory=list)  # e.g. "no focus now", "at most one move"
+    explanation: list[str] = field(default_factory=list)  # each mode in words with its number
+
+
+@dataclass
+class CriticCall:
+    """One decision about the bounded Critic: called (with its prompt, answer and parsed actions), or
+    skipped / failed with the reason. Its actions pass Gate-1 and enter the action buffer."""
+
+    status: str  # called | failed | repeat_skipped | budget_exhausted | cooldown | expired | cancelled
+    report_step: int  # the step whose stagnation report asked for it
+    reason: str = ""  # the status in words
+    prompt: str = ""
+    output: str = ""
+    diagnosis: str = ""
+    course_correction: str = ""
+    actions: list[str] = field(default_factory=list)  # parsed from the answer, before Gate-1
+    admitted: list[str] = field(default_factory=list)  # after Gate-1, as they entered the buffer
+    buffer_policy: str = ""  # replace | append
+    budget_used: int = 0  # calls so far in this episode, this one included
+    budget: int = 0
+    error: str | None = None
+    latency_s: float = 0.0
+    problems: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -114,15 +172,18 @@ class StepRecord:
     buffer_before: list[str] = field(default_factory=list)
     buffer_after: list[str] = field(default_factory=list)
     mappings: list[ActionMapping] = field(default_factory=list)
-    gate1: list[Gate1Decision] = field(default_factory=list)
-    stagnation: dict[str, Any] | None = None
-    critic: dict[str, Any] | None = None
+    gate1: list[Gate1Decision] = field(default_factory=list)  # empty unless SRM is on
+    menu: MenuChoice | None = None  # this step answered ScienceWorld's ambiguity menu
+    stagnation: StagnationReport | None = None  # the detector fired after this step (SRM)
+    critic: CriticCall | None = None  # the Critic was called (or a due call was skipped) at this step (SRM)
     memories_written: list[dict[str, Any]] = field(default_factory=list)
     retrievals: list[dict[str, Any]] = field(default_factory=list)  # memory_store RetrievalResult dicts
     llm_calls: list[LLMCall] = field(default_factory=list)
     env_events: list[EnvEvent] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)  # seconds per part: swift, sage, env, ...
     notes: list[str] = field(default_factory=list)
+    mode_after: str = "swift"  # who acts next: sage while its buffer has actions, else swift
+    buffer_after_sources: list[str] = field(default_factory=list)  # sage | critic for each buffer_after item
 
 
 @dataclass
@@ -141,6 +202,9 @@ class EpisodeHeader:
     initial_observation: str = ""
     initial_look: str = ""
     initial_inventory: str = ""
+    # what actually ran in this episode (agent_core.controller.MECHANISMS): swift, sage, gate1, stagnation,
+    # critic, loop_guard, ...; empty in traces written before this field existed (read: swift + sage)
+    mechanisms: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -176,7 +240,8 @@ def _from_dict(cls: type, data: dict[str, Any]) -> Any:
     obj = cls(**kwargs)
     nested = {"trigger": Trigger, "swift_candidates": SwiftCandidate, "swift_valid_ranked": SwiftCandidate,
               "mappings": ActionMapping,
-              "gate1": Gate1Decision, "llm_calls": LLMCall, "env_events": EnvEvent}
+              "gate1": Gate1Decision, "llm_calls": LLMCall, "env_events": EnvEvent, "menu": MenuChoice,
+              "stagnation": StagnationReport, "critic": CriticCall}
     for key, sub in nested.items():
         if not hasattr(obj, key):
             continue

@@ -3,7 +3,8 @@
     .venv/bin/python benchmarks/swift_only.py [--variations 3] [--step-limit 100] [--workers 2]
 
 Each step Swift ranks the current valid actions (beam search constrained to their prefix tree) and
-the best one is taken (after the loop guard, unless --no-loop-guard); when it has no preference among
+the best one is taken (after the loop guard, unless --no-loop-guard; in the agent the loop guard is part of
+SRM, benchmarks/srm_swift.py runs the agent's own loop without it); when it has no preference among
 valid actions the unconstrained top-1 is sent as is. This is exactly the agent's Swift (ModelSwift). Prints per-task and average Final score (negative counted as 0), success rate,
 Steps@Succ and inference latency p50/p95, and writes the raw results to benchmarks/results/.
 """
@@ -18,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere
 
-from agent_core.config import SwiftConfig  # noqa: E402
+from agent_core.config import SRMConfig, SwiftConfig  # noqa: E402
 from agent_core.env import ScienceWorld, catalog  # noqa: E402
 from agent_core.swift.format import HistoryStep, SwiftState  # noqa: E402
 
@@ -55,7 +56,7 @@ def worker(jobs: list[tuple[str, int]], args, out_q) -> None:
 
     torch.set_num_threads(1)
     swift = ModelSwift(SwiftModel(args.model, threads=1), args.k, args.n, loop_guard=not args.no_loop_guard,
-                       loop_guard_streak=SwiftConfig().loop_guard_streak)
+                       loop_guard_streak=SRMConfig().loop_guard_streak)
     env = ScienceWorld()
     env.cfg.step_limit = args.step_limit
     for task, var in jobs:

@@ -1,7 +1,7 @@
 """Swift's loop guard: it breaks the loops a weak model falls into, and never blocks a gold action."""
 from agent_core.swift.data import is_noop, load_trajectories
 from agent_core.swift.format import HistoryStep
-from agent_core.swift.loop_guard import STREAK, apply_loop_guard, loop_reason
+from agent_core.srm.loop_guard import STREAK, apply_loop_guard, loop_reason
 from agent_core.swift.model import SwiftProposal
 
 

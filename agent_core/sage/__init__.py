@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+from ..actions import (MOVE_VERBS, action_key, argument_of, canonical, normalize, same_verb_class,
+                       self_referential, strip_decorations, verb_of)
 from ..config import SageConfig
 from ..llm import LLMBackend, LLMError
 from ..trace import ActionMapping, LLMCall
@@ -66,11 +68,13 @@ def parse_actions(text: str, limit: int = 5) -> tuple[list[str], list[str]]:
             continue
         line = _BULLET.sub("", line)
         line = re.sub(r"\s*\(.*?\)\s*$", "", line)  # trailing comments "(to get water)"
-        line = line.strip(" .,:\"'*`").lower()
+        # case, an "Action 3:" label and a "--> expected observation" tail are kept: Gate-1 repairs and
+        # records them (SRM), map_action strips them (Baseline)
+        line = line.strip(" .,:\"'*`")
         line = " ".join(line.split())
         if not line:
             continue
-        if len(line.split()) > 12:
+        if len(line.split("-->")[0].split()) > 12:
             problems.append(f"not a command (too long): {line[:80]!r}")
             continue
         actions.append(line)
@@ -83,45 +87,45 @@ def parse_actions(text: str, limit: int = 5) -> tuple[list[str], list[str]]:
 
 # ------------------------------------------------------------------ mapping onto valid actions
 
-_ARTICLES = re.compile(r"\b(the|a|an|some)\b\s*")
-_SYNONYMS = ((r"\binto\b", "in"), (r"\bonto\b", "on"), (r"\bturn on\b", "activate"), (r"\bturn off\b", "deactivate"),
-             (r"\bswitch on\b", "activate"), (r"\bswitch off\b", "deactivate"), (r"\btake\b", "pick up"),
-             (r"\bgrab\b", "pick up"), (r"\bget\b", "pick up"), (r"\bdrop\b", "put down"), (r"\bexamine\b", "look at"),
-             (r"\bwalk to\b", "go to"), (r"\bplace\b", "move"), (r"\bput (.+?) (in|on) ", r"move \1 to "))
-
-
-def normalize(action: str) -> str:
-    s = " ".join(action.lower().split()).strip(" .")
-    for pat, rep in _SYNONYMS:
-        s = re.sub(pat, rep, s)
-    s = _ARTICLES.sub("", s)
-    return " ".join(s.split())
-
-
 def map_action(raw: str, valid: Sequence[str], threshold: float, embedder=None) -> ActionMapping:
-    """raw -> a valid action: exact, then normalized, then nearest by embedding similarity."""
-    clean = " ".join(raw.lower().split())
-    valid_set = {v: v for v in valid}
-    if clean in valid_set:
-        return ActionMapping(raw=raw, mapped=clean, method="exact", similarity=1.0)
-    norm = normalize(clean)
-    by_norm = {}
+    """raw -> a valid action: exact (case and spacing aside), then the same normal form (agent_core.actions),
+    then the nearest valid action *with the same verb* by embedding similarity above a threshold.
+
+    A mapping never changes the command: `pick up axe` may not become `use axe on axe`, and a `focus on`
+    is only ever mapped onto a `focus on` of the same object (a wrong focus ends the task)."""
+    text, _kinds = strip_decorations(raw)
+    by_key = {action_key(v): v for v in valid}
+    if action_key(text) in by_key:
+        return ActionMapping(raw=raw, mapped=by_key[action_key(text)], method="exact", similarity=1.0)
+    norm = normalize(text)
+    by_norm: dict[str, str] = {}
     for v in valid:
         by_norm.setdefault(normalize(v), v)
-    if norm in by_norm:
-        return ActionMapping(raw=raw, mapped=by_norm[norm], method="normalized", similarity=1.0)
-    if clean.startswith("go to ") and f"teleport to {clean[6:]}" in valid_set:  # teleportAction is on
-        return ActionMapping(raw=raw, mapped=f"teleport to {clean[6:]}", method="normalized", similarity=1.0)
-    if embedder is None or not valid:
-        return ActionMapping(raw=raw, mapped=None, method="unmapped", similarity=None)
-    vecs = embedder.encode(list(valid))
-    q = embedder.encode([clean])[0]
+    verb = verb_of(text)
+    arg = argument_of(text)
+    candidates = [norm] + [f"{m} {arg}" for m in sorted(MOVE_VERBS) if verb in MOVE_VERBS]  # go to ~ teleport to
+    for c in candidates:
+        if c in by_norm:
+            return ActionMapping(raw=raw, mapped=by_norm[c], method="normalized", similarity=1.0)
+    if not verb:
+        return ActionMapping(raw=raw, mapped=None, method="unmapped", reason="no known command verb")
+    if verb == "focus on":
+        return ActionMapping(raw=raw, mapped=None, method="unmapped",
+                             reason="'focus on' is only mapped onto the same object")
+    same = [v for v in valid if same_verb_class(verb_of(v), verb) and not self_referential(v)]
+    if not same:
+        return ActionMapping(raw=raw, mapped=None, method="unmapped", reason=f"no valid action with the verb {verb!r}")
+    if embedder is None:
+        return ActionMapping(raw=raw, mapped=None, method="unmapped", reason="no embedder for similarity")
+    vecs = embedder.encode(list(same))
+    q = embedder.encode([canonical(text)])[0]
     sims = vecs @ q
     best = int(sims.argmax())
     sim = float(sims[best])
     if sim >= threshold:
-        return ActionMapping(raw=raw, mapped=valid[best], method="similarity", similarity=round(sim, 4))
-    return ActionMapping(raw=raw, mapped=None, method="unmapped", similarity=round(sim, 4))
+        return ActionMapping(raw=raw, mapped=same[best], method="similarity", similarity=round(sim, 4))
+    return ActionMapping(raw=raw, mapped=None, method="unmapped", similarity=round(sim, 4),
+                         reason=f"the most similar {verb!r} action is below {threshold}")
 
 
 # ------------------------------------------------------------------ the planner
@@ -146,6 +150,7 @@ class SageContext:
     history: list[tuple[str, str]]  # (action, observation), oldest first
     task_name: str = ""
     memory: str = ""  # formatted AMM records (a hint, never authority), empty when AMM is off
+    called_because: str = ""  # which switching rule fired and what Swift proposed ("my instinct tells me ...")
     worked_examples: list[tuple[str, list[str]]] = field(default_factory=list)  # (task description, actions)
 
 
@@ -182,7 +187,8 @@ class Sage:
             if ctx.memory else ""
         return self.plan_template.format(task=ctx.task, look=_clip(ctx.look, 900), inventory=_clip(ctx.inventory, 200),
                                          score=int(ctx.score), time=ctx.time,
-                                         history=_history(ctx, self.cfg.grounding_history_k), memory=memory)
+                                         history=_history(ctx, self.cfg.grounding_history_k), memory=memory,
+                                         called_because=(ctx.called_because + "\n") if ctx.called_because else "")
 
     def ground_prompt(self, ctx: SageContext, plan: dict[str, str]) -> str:
         examples = "\n".join(self.example_template.format(task=_clip(d, 300), actions="; ".join(a[:25]))

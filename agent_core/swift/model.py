@@ -24,6 +24,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+from ..actions import action_key  # noqa: F401 - re-exported: the one normalisation (agent_core.actions)
+
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DIR = ROOT / "assets" / "swift" / "model"
 SPECIAL = {"pad": "<pad>", "eos": "</s>", "unk": "<unk>"}
@@ -327,11 +329,6 @@ class SwiftModel:
         action = ranked[0][0] if ranked else top1
         return SwiftProposal(top1=top1, candidates=cands, valid_ranked=ranked, action=action,
                              latency_s=time.perf_counter() - t0)
-
-
-def action_key(action: str) -> str:
-    """What two spellings of one action share (case and whitespace dropped, as WordPiece decoding loses them)."""
-    return "".join(action.lower().split())
 
 
 def default_threads() -> int:

@@ -1,4 +1,5 @@
-"""Swift's loop guard: decoding that uses what the environment already told us.
+"""Swift's loop guard: decoding that uses what the environment already told us. It is stagnation control,
+so it belongs to SRM and runs only when SRM is on (`srm.loop_guard`); Baseline takes Swift's best action.
 
 A small behaviour-cloned model falls into two loops that the environment makes obvious: bouncing between
 two rooms (`go to kitchen`, `go to hallway`, `go to kitchen`, ...) and repeating one action that keeps
@@ -16,11 +17,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Sequence
 
-from ..config import SwiftConfig
-from .format import HistoryStep
-from .model import SwiftProposal
+from ..config import SRMConfig
+from ..swift.format import HistoryStep
+from ..swift.model import SwiftProposal
 
-STREAK = SwiftConfig().loop_guard_streak
+STREAK = SRMConfig().loop_guard_streak
 
 
 def loop_reason(action: str, history: Sequence[HistoryStep], streak: int = STREAK) -> str | None:

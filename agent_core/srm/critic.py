@@ -1,0 +1,154 @@
+"""SRM's bounded Critic (SPEC.md section 6): called only on a stagnation report, within a budget and a
+cooldown (the controller enforces when); it reads the state, the recent trajectory, the report and its
+constraints, and answers DIAGNOSIS / COURSE_CORRECTION / ACTIONS. Its actions are parsed here; the
+controller passes each through Gate-1 and puts the admitted ones into the same FIFO action buffer: the
+Critic never executes anything itself. The prompt is a text file (prompts/critic.txt)."""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from ..actions import action_key, is_focus, is_move
+from ..config import SRMConfig
+from ..llm import LLMBackend, LLMError
+from ..trace import LLMCall, StagnationReport
+
+PROMPT = Path(__file__).resolve().parent / "prompts" / "critic.txt"
+
+
+@dataclass
+class CriticContext:
+    task: str
+    look: str
+    inventory: str
+    score: float
+    time: int
+    history: list[tuple[str, str, float]]  # (action, observation, reward), oldest first
+    report: StagnationReport
+    valid: Sequence[str]
+    memory: str = ""  # AMM evidence (records that worked / to avoid); empty until AMM exists
+
+
+@dataclass
+class CriticAnswer:
+    diagnosis: str = ""
+    course_correction: str = ""
+    actions: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def _clip(s: str, n: int) -> str:
+    s = " ".join((s or "").split())
+    return s if len(s) <= n else s[: n - 3] + "..."
+
+
+_LABEL = re.compile(r"(?im)^[\s>*#_-]*\**\s*(diagnosis|course[ _-]?correction|actions?)\s*\**\s*[:.-]\**\s*")
+_ITEM = re.compile(r"^\s*(?:[-*•]+|\d+\s*[.):]|action\s*\d+\s*[:.)])\s*", re.I)
+
+
+def parse_answer(text: str, max_actions: int) -> CriticAnswer:
+    """DIAGNOSIS / COURSE_CORRECTION / ACTIONS from a messy reply (markdown, missing labels, prose)."""
+    ans = CriticAnswer()
+    marks = [(m.start(), m.end(), m.group(1).lower().replace(" ", "_").replace("-", "_")) for m in
+             _LABEL.finditer(text or "")]
+    parts: dict[str, str] = {}
+    for i, (_s, e, name) in enumerate(marks):
+        end = marks[i + 1][0] if i + 1 < len(marks) else len(text)
+        key = "actions" if name.startswith("action") else "course_correction" if name.startswith("course") else name
+        parts.setdefault(key, text[e:end])
+    ans.diagnosis = " ".join(parts.get("diagnosis", "").split())
+    ans.course_correction = " ".join(parts.get("course_correction", "").split())
+    for label in ("diagnosis", "course_correction", "actions"):
+        if label not in parts:
+            ans.problems.append(f"no {label.upper()} section")
+    body = parts.get("actions")
+    if body is None:  # fall back to numbered lines anywhere in the reply
+        body = "\n".join(ln for ln in (text or "").splitlines() if re.match(r"^\s*\d+\s*[.):]", ln))
+    for line in body.splitlines():
+        if not line.strip():
+            continue
+        item = _ITEM.sub("", line, count=1).strip().strip("`\"'*").strip()
+        if not item or item.lower().startswith(("none", "n/a")):
+            continue
+        if len(item.split("-->")[0].split()) > 12:
+            ans.problems.append(f"not an action (too long): {item[:80]!r}")
+            continue
+        ans.actions.append(item)
+        if len(ans.actions) >= max_actions:
+            break
+    if not ans.actions:
+        ans.problems.append("no actions found in the reply")
+    return ans
+
+
+def filter_valid(valid: Sequence[str], report: StagnationReport, task: str, limit: int) -> list[str]:
+    """The valid actions the Critic may choose from: no focus, none to avoid, most relevant to the task
+    first (shared words with the task description), then the game's order."""
+    avoid = {action_key(a) for a in report.actions_to_avoid}
+    task_words = set(re.findall(r"[a-z]+", task.lower())) - {"the", "a", "an", "to", "of", "your", "is", "task",
+                                                             "and", "in", "on", "it", "you", "when", "are", "done"}
+    seen: set[str] = set()
+    rows = []
+    for i, v in enumerate(valid):
+        k = action_key(v)
+        if k in seen or k in avoid or is_focus(v):
+            continue
+        seen.add(k)
+        overlap = len(task_words & set(re.findall(r"[a-z]+", v.lower())))
+        rows.append((-overlap, i, v))
+    rows.sort()
+    return [v for _o, _i, v in rows[:limit]]
+
+
+class Critic:
+    def __init__(self, llm: LLMBackend, cfg: SRMConfig | None = None, temperature: float = 0.0):
+        self.llm = llm
+        self.cfg = cfg or SRMConfig()
+        self.temperature = temperature
+        self.template = PROMPT.read_text()
+
+    def prompt(self, ctx: CriticContext) -> str:
+        c = self.cfg
+        rows = [f"- {a} (reward {r:+g}) --> {_clip(o, 150)}" for a, o, r in ctx.history[-c.critic_history_k:]]
+        rep = ctx.report
+        report = "\n".join([f"- {m}: {w}" for m, w in zip(rep.modes, rep.explanation)] +
+                           [f"- actions to avoid: {', '.join(repr(a) for a in rep.actions_to_avoid) or '(none)'}"])
+        memory = (f"\nEvidence from memory (hints only; the current observation comes first):\n{ctx.memory}\n"
+                  if ctx.memory else "")
+        valid = filter_valid(ctx.valid, rep, ctx.task, c.critic_valid_list_max)
+        return self.template.format(task=ctx.task, look=_clip(ctx.look, 900), inventory=_clip(ctx.inventory, 200),
+                                    score=int(ctx.score), time=ctx.time, history="\n".join(rows) or "(none)",
+                                    report=report, constraints="\n".join(f"- {x}" for x in rep.constraints),
+                                    memory=memory, valid="\n".join(valid), max_actions=c.critic_max_actions,
+                                    max_moves=c.critic_max_moves)
+
+    def ask(self, ctx: CriticContext) -> tuple[LLMCall, CriticAnswer]:
+        """One call; an LLM failure comes back in `LLMCall.error`, never raised."""
+        prompt = self.prompt(ctx)
+        call = LLMCall(purpose="critic", backend=self.llm.name, model=self.llm.model or "", prompt=prompt)
+        t0 = time.perf_counter()
+        try:
+            r = self.llm.chat(prompt, max_tokens=self.cfg.critic_max_tokens, temperature=self.temperature)
+            call.output, call.prompt_tokens, call.completion_tokens = r.text, r.prompt_tokens, r.completion_tokens
+            call.latency_s, call.model = r.latency_s, r.model
+        except LLMError as e:
+            call.error = str(e)
+            call.latency_s = time.perf_counter() - t0
+            return call, CriticAnswer()
+        return call, parse_answer(call.output, self.cfg.critic_max_actions)
+
+
+def limit_moves(actions: Sequence[str], max_moves: int) -> tuple[list[str], list[str]]:
+    """Keep at most `max_moves` moves (the first ones); returns (kept, dropped)."""
+    kept, dropped, moves = [], [], 0
+    for a in actions:
+        if is_move(a):
+            moves += 1
+            if moves > max_moves:
+                dropped.append(a)
+                continue
+        kept.append(a)
+    return kept, dropped

@@ -1,0 +1,144 @@
+"""Gate-1 and the action mapping on real ScienceWorld states (valid actions and room text from the JVM)."""
+from __future__ import annotations
+
+import pytest
+
+from agent_core.actions import action_key, normalize, self_referential, strip_decorations, verb_of
+from agent_core.env import catalog, parse_menu
+from agent_core.sage import map_action
+from agent_core.srm.gate1 import REASONS, Gate1, GateContext, menu_choice
+
+
+def _state(env, task, moves=()):
+    env.reset(task, catalog().get(task).test[0], split="test")
+    obs = env.last
+    for m in moves:
+        obs = env.step(m)
+    return obs, env.valid_actions()
+
+
+@pytest.fixture(scope="module")
+def kitchen(sw_env):
+    """boil, test variation 0, in the kitchen with the freezer opened."""
+    obs, valid = _state(sw_env, "boil", ["teleport to kitchen", "open freezer"])
+    return obs, list(valid)
+
+
+def _ctx(obs, valid, **kw) -> GateContext:
+    return GateContext(valid=valid, look=obs.look, inventory=obs.inventory, **kw)
+
+
+def test_one_normalisation_of_action_text():
+    assert strip_decorations("Action 3: Open the door --> the door opens") == ("Open the door", ["arrow", "prefix"])
+    assert action_key("Focus on Unknown Substance  B") == action_key("focus on unknown substance b")
+    assert normalize("Put the cup into the sink") == "move cup to sink"
+    assert normalize("turn on the stove") == "activate stove"
+    assert verb_of("put down cup") == "put down" and verb_of("put cup in sink") == "move"
+    assert verb_of("collect orange") == "" and verb_of("wait1") == "wait1"
+    assert self_referential("use axe on axe") and not self_referential("use thermometer on water")
+
+
+@pytest.mark.parametrize("proposed, reason, result", [
+    ("teleport to hallway", "VALID", "teleport to hallway"),
+    ("Action 3: teleport to hallway", "REPAIR_PREFIX", "teleport to hallway"),
+    ("teleport to hallway --> you are in the hallway", "REPAIR_ARROW", "teleport to hallway"),
+    ("Teleport To Hallway", "REPAIR_CASE", "teleport to hallway"),
+    ("teleport  to   hallway.", "REPAIR_SPACING", "teleport to hallway"),
+    ("look at the stove", "REPAIR_ARTICLES", "look at stove"),
+    ("go to workshop", "REPAIR_ALIAS", "teleport to workshop"),
+    ("turn on the sink", "REPAIR_ALIAS", "activate sink"),
+    ("pick up thermometr", "REPAIR_TYPO", "pick up thermometer"),
+])
+def test_each_repair_kind_is_admitted_with_its_reason(kitchen, proposed, reason, result):
+    obs, valid = kitchen
+    d = Gate1().check(proposed, "sage", _ctx(obs, valid))
+    assert (d.reason, d.result) == (reason, result), d
+    assert d.decision == ("ACCEPT" if reason == "VALID" else "REPAIR")
+    assert d.result in valid and d.source == "sage" and d.detail
+
+
+@pytest.mark.parametrize("proposed, reason", [
+    ("look at bathtub", "NOT_IN_VALID_ACTIONS"),  # it is in the bathroom
+    ("open freezer", "NO_OP_ALREADY_OPEN"),  # opened by the fixture
+    ("deactivate stove", "NO_OP_ALREADY_INACTIVE"),  # "a stove, which is turned off"
+    ("focus on orange juice", "FOCUS_TARGET_NOT_VISIBLE"),
+    ("collect the water", "NO_VERB"),
+    ("", "EMPTY"),
+])
+def test_drops_with_reasons(kitchen, proposed, reason):
+    obs, valid = kitchen
+    d = Gate1().check(proposed, "sage", _ctx(obs, valid))
+    assert d.decision == "DROP" and d.result is None and d.reason == reason and reason in REASONS
+
+
+def test_focus_limit_and_stagnation_avoid_and_critic_focus(kitchen):
+    obs, valid = kitchen
+    g = Gate1()
+    assert g.check("focus on thermometer", "swift", _ctx(obs, valid, focus_limit=1)).decision == "ACCEPT"
+    d = g.check("focus on thermometer", "swift", _ctx(obs, valid, focus_done=1, focus_limit=1))
+    assert (d.decision, d.reason) == ("DROP", "FOCUS_LIMIT") and "1 'focus on'" in d.detail
+    d = g.check("look at stove", "swift", _ctx(obs, valid, avoid=["look at stove"]))
+    assert (d.decision, d.reason) == ("DROP", "STAGNATION_AVOID")
+    assert g.check("look at stove", "critic", _ctx(obs, valid, avoid=["look at stove"])).decision == "ACCEPT"
+    assert g.check("focus on thermometer", "critic", _ctx(obs, valid)).reason == "CRITIC_NO_FOCUS"
+
+
+def test_a_repair_never_changes_the_verb_or_the_focus_object(kitchen):
+    obs, valid = kitchen
+    g = Gate1()
+    # one edit away from 'focus on thermometer', but the object of a focus is never repaired
+    d = g.check("focus on thermometr", "swift", _ctx(obs, valid))
+    assert d.decision == "DROP"
+    for raw in ("pick up the fire pit", "heat the water", "use thermometer"):
+        d = g.check(raw, "sage", _ctx(obs, valid))
+        assert d.decision == "DROP" or verb_of(d.result) == verb_of(raw), d
+    assert g.check("use thermometer", "sage", _ctx(obs, valid)).result != "use thermometer on thermometer"
+
+
+def test_names_with_capitals_on_the_unknown_substance_task(sw_env):
+    """The room says 'unknown substance U', the valid actions say 'unknown substance': the same object."""
+    task = "test-conductivity-of-unknown-substances"
+    obs, valid = _state(sw_env, task, ["teleport to workshop"])
+    assert "unknown substance U" in obs.look and "focus on unknown substance" in valid
+    g = Gate1()
+    d = g.check("focus on unknown substance U", "sage", _ctx(obs, valid, focus_limit=1))
+    assert (d.decision, d.reason, d.result) == ("REPAIR", "REPAIR_NAME", "focus on unknown substance")
+    d = g.check("Focus on Unknown Substance", "swift", _ctx(obs, valid, focus_limit=1))
+    assert (d.decision, d.reason, d.result) == ("REPAIR", "REPAIR_CASE", "focus on unknown substance")
+    assert map_action("Pick up Unknown Substance", valid, 0.6).mapped == "pick up unknown substance"
+    # a letter the room does not show is not a label: dropped, never guessed
+    assert g.check("focus on unknown substance Q", "sage", _ctx(obs, valid, focus_limit=1)).decision == "DROP"
+
+
+def test_verb_changing_mappings_are_refused(sw_env, tmp_path):
+    """The shipped examples had `pick up orange`-style actions mapped onto `eat orange` (similarity 0.76)."""
+    from memory_store.embeddings import get_embedder
+
+    emb = get_embedder(threads=1)
+    obs, valid = _state(sw_env, "lifespan-longest-lived", ["teleport to outside"])
+    vecs, q = emb.encode(list(valid)), emb.encode(["pick up orange"])[0]
+    nearest = valid[int((vecs @ q).argmax())]
+    assert verb_of(nearest) != "pick up"  # what an unconstrained nearest-neighbour mapping would have done
+    m = map_action("pick up orange", valid, 0.6, emb)
+    assert m.mapped is None and "pick up" in m.reason
+    assert map_action("collect orange", valid, 0.6, emb).mapped is None  # no known verb: never guessed
+    d = Gate1().check("pick up orange", "sage", _ctx(obs, valid, embedder=emb))
+    assert d.decision == "DROP" and d.reason == "NOT_IN_VALID_ACTIONS"
+    # a same-verb rewording is still mapped, onto the same verb
+    ok = map_action("pick up the fire pit", valid, 0.6, emb)
+    assert ok.mapped == "pick up fire pit"
+
+
+def test_ambiguity_menu_is_parsed_and_answered_deliberately(sw_env):
+    task = "chemistry-mix-paint-secondary-color"
+    sw_env.reset(task, catalog().get(task).test[0], split="test")
+    obs = sw_env.step("look at paint")
+    assert obs.menu and len(obs.menu) == 3 and all("paint" in o for o in obs.menu)
+    assert sw_env.valid_actions() == [str(i) for i in range(len(obs.menu))]  # only the numbers are valid now
+    assert parse_menu(obs.text) == obs.menu and parse_menu("You see a cup.") == []
+    i, why = menu_choice("look at blue paint", obs.menu)
+    assert "blue" in obs.menu[i] and "shares the most words" in why
+    first, _ = menu_choice("look at paint", obs.menu)
+    second, why2 = menu_choice("look at paint", obs.menu, tried=[first])
+    assert second != first and "already tried" in why2
+    assert sw_env.step(str(i)).text.strip() == "blue paint"

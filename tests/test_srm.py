@@ -1,0 +1,264 @@
+"""SRM in the agent, on the real ScienceWorld: the stagnation detector on real episode prefixes, the bounded
+Critic (scripted LLM: budget, cooldown, messy answers, repeats, failure; one real call through the embedded
+model), the ambiguity menu, and the same looping Swift under Baseline and +SRM."""
+from __future__ import annotations
+
+import pytest
+
+from agent_core.config import SRMConfig, apply_overrides, preset
+from agent_core.controller import Agent, ScriptedSwift, mechanisms
+from agent_core.env import catalog
+from agent_core.llm import LLMConnectionError, ScriptedBackend
+from agent_core.srm.critic import Critic, CriticContext, parse_answer
+from agent_core.srm.stagnation import detect
+from agent_core.swift.model import SwiftProposal
+from agent_core.trace import read_episode
+
+PLAN = "Q1: a pot.\nQ2: the pot.\nQ3: boil water.\nQ4: find the pot.\nQ5: no."
+CRITIC = """**DIAGNOSIS:** The agent keeps looking at the sink; nothing changes.
+**COURSE_CORRECTION:** Go to the kitchen and look at the stove.
+**ACTIONS:**
+1. Action 1: teleport to kitchen --> you are in the kitchen
+2. focus on the sink
+3. Look at the stove
+"""
+
+
+def _llm(critic_reply=CRITIC, ground="look at sink"):
+    """Sage plans and grounds, the Critic answers: one scripted backend that reads which prompt it got."""
+    def reply(prompt: str) -> str:
+        if "You are the Critic" in prompt:
+            if isinstance(critic_reply, Exception):
+                raise critic_reply
+            return critic_reply
+        return PLAN if "Answer the five questions" in prompt else ground
+    return ScriptedBackend(reply)
+
+
+def _agent(tmp_path, env, swift, llm=None, name="srm", **overrides):
+    cfg = apply_overrides(preset(name), overrides) if overrides else preset(name)
+    return Agent(cfg, ScriptedSwift(swift), llm or _llm(), env=env, runs_dir=tmp_path)
+
+
+def _start(agent, task="boil"):
+    agent.start(task, catalog().get(task).test[0], split="test")
+
+
+# ------------------------------------------------------------------ the stagnation detector
+
+def _play(tmp_path, env, actions, task="boil"):
+    """Play a fixed action list in the real game with SRM off; the records are what the detector reads."""
+    agent = _agent(tmp_path, env, list(actions), name="baseline", **{"controller.sage_enabled": False})
+    _start(agent, task)
+    return [agent.step() for _ in actions]
+
+
+def _first_report(records, cfg=SRMConfig()):
+    for i in range(1, len(records) + 1):
+        rep = detect(records[:i], cfg)
+        if rep:
+            return i, rep
+    return None, None
+
+
+@pytest.mark.parametrize("actions, mode", [
+    (["xyzzy", "plugh", "frotz", "blorb", "gnusto"], "SAME_OBS_3"),
+    (["look at sink", "look at picture", "wait1", "look at sink", "inventory"], "REPEAT_ACTION_2_NO_EFFECT"),
+    (["wait1", "inventory", "look at sink", "look at picture", "look at bathtub"], "REPEAT_VERB_3_NO_EFFECT"),
+    (["look at sink", "teleport to kitchen", "teleport to bathroom", "teleport to kitchen", "teleport to bathroom"],
+     "MOVE_SPAM_4_OF_5"),
+    (["xyzzy", "look at sink", "plugh", "look at picture", "frotz"], "INVALID_REPEAT_3"),
+])
+def test_each_stagnation_mode_fires_on_a_real_prefix(tmp_path, sw_env, actions, mode):
+    records = _play(tmp_path, sw_env, actions)
+    at, rep = _first_report(records)
+    assert rep is not None and mode in rep.modes, (at, rep)
+    assert at == 5  # srm.stagnation_min_steps: never before 5 steps
+    assert rep.counts[mode] >= 2 and rep.explanation and rep.last_action == actions[-1]
+    assert rep.constraints[0].startswith("no 'focus on' now") and rep.actions_to_avoid
+    if mode == "MOVE_SPAM_4_OF_5":
+        assert any("at most 1 move" in c for c in rep.constraints)
+    # the thresholds are config fields: raising one silences its mode
+    silenced = {"SAME_OBS_3": {"same_observation_threshold": 9}, "REPEAT_ACTION_2_NO_EFFECT": {"repeat_action_threshold": 9},
+                "REPEAT_VERB_3_NO_EFFECT": {"repeat_verb_threshold": 9}, "MOVE_SPAM_4_OF_5": {"move_spam_moves": 9},
+                "INVALID_REPEAT_3": {"repeated_invalid_threshold": 9}}[mode]
+    rep2 = detect(records, SRMConfig(**silenced))
+    assert rep2 is None or not any(m.split("_")[:2] == mode.split("_")[:2] for m in rep2.modes)
+
+
+def test_a_gold_path_raises_no_report(tmp_path, sw_env):
+    task = "find-non-living-thing"
+    sw_env.reset(task, catalog().get(task).test[0], split="test", generate_gold=True)
+    gold = sw_env.gold_actions()
+    records = _play(tmp_path, sw_env, gold, task)
+    assert records[-1].score == 100
+    assert _first_report(records) == (None, None)
+
+
+# ------------------------------------------------------------------ Baseline vs +SRM on a looping Swift
+
+def test_a_looping_swift_behaves_differently_under_srm(tmp_path, sw_env):
+    loop = lambda s, v: "look at sink"  # noqa: E731 - Swift stuck on one action
+    base = _agent(tmp_path, sw_env, loop, name="baseline")
+    _start(base)
+    b = [base.step() for _ in range(8)]
+    assert all(not r.gate1 and r.stagnation is None and r.critic is None for r in b)
+    assert {r.action for r in b} == {"look at sink"}
+    assert read_episode(base.trace_path).header.mechanisms == ["swift", "sage"]
+
+    srm = _agent(tmp_path, sw_env, loop)
+    _start(srm)
+    s = [srm.step() for _ in range(8)]
+    assert all(r.gate1 for r in s)  # every step's action passed Gate-1
+    rep = next(r for r in s if r.stagnation)
+    assert rep.step == 5 and "REPEAT_ACTION_2_NO_EFFECT" in rep.stagnation.modes
+    called = s[5]
+    assert called.critic.status == "called" and called.critic.budget_used == 1 and called.critic.budget == 3
+    assert called.critic.diagnosis.startswith("The agent keeps looking at the sink")
+    assert called.critic.admitted == ["teleport to kitchen", "Look at the stove"]
+    assert called.system == "critic" and called.action == "teleport to kitchen" and called.room == "kitchen"
+    reasons = {(g.source, g.reason) for g in called.gate1}
+    assert ("critic", "REPAIR_PREFIX") in reasons and ("critic", "CRITIC_NO_FOCUS") in reasons
+    assert s[6].system == "critic" and s[6].action == "look at stove"  # the buffer, through Gate-1 again
+    assert [c.purpose for c in called.llm_calls] == ["critic"] and "Stagnation report" in called.llm_calls[0].prompt
+    assert [r.action for r in s] != [r.action for r in b]
+    ep = read_episode(srm.trace_path)
+    assert ep.header.mechanisms == mechanisms(preset("srm"))
+    assert ep.steps[5].critic.admitted == called.critic.admitted and ep.steps[4].stagnation.modes == rep.stagnation.modes
+    assert ep.steps[0].gate1[0].decision == "ACCEPT"
+
+
+def test_after_a_report_swift_avoids_the_repeated_action(tmp_path, sw_env):
+    """No LLM: after a report, Gate-1 drops Swift's candidates on the list to avoid, and the next-ranked one runs."""
+    class TwoChoices(ScriptedSwift):
+        def propose(self, state, valid):
+            ranked = [("look at sink", -0.1), ("look at picture", -0.9)]
+            return SwiftProposal(top1="look at sink", candidates=ranked, valid_ranked=ranked, action="look at sink")
+
+    cfg = apply_overrides(preset("srm"), {"controller.sage_enabled": False, "srm.critic_enabled": False})
+    agent = Agent(cfg, TwoChoices([]), ScriptedBackend([]), env=sw_env, runs_dir=tmp_path)
+    _start(agent)
+    recs = [agent.step() for _ in range(7)]
+    assert [r.action for r in recs[:5]] == ["look at sink"] * 5 and recs[4].stagnation
+    assert recs[5].action == "look at picture"
+    assert [(g.decision, g.reason) for g in recs[5].gate1] == [("DROP", "STAGNATION_AVOID"), ("ACCEPT", "VALID")]
+
+
+# ------------------------------------------------------------------ the Critic's bounds
+
+def test_critic_budget_cooldown_and_repeat_backoff(tmp_path, sw_env):
+    agent = _agent(tmp_path, sw_env, lambda s, v: "look at sink", _llm(critic_reply="ACTIONS:\n1. look at sink\n"),
+                   **{"srm.critic_budget": 2, "srm.critic_cooldown_steps": 1, "srm.gate1_avoid_steps": 0})
+    _start(agent)
+    recs = [agent.step() for _ in range(30)]
+    critic = [r.critic for r in recs if r.critic]
+    statuses = [c.status for c in critic]
+    assert statuses[0] == "repeat_skipped" and "back off" in critic[0].reason.replace("backs off", "back off")
+    called = [c for c in critic if c.status in ("called", "repeat_skipped", "failed")]
+    assert len(called) == 2  # the budget
+    assert "budget_exhausted" in statuses and "cooldown" in statuses
+    first = next(r.step for r in recs if r.critic and r.critic.status == "repeat_skipped")
+    second = [r.step for r in recs if r.critic and r.critic.status == "repeat_skipped"][1]
+    assert second - first > 10  # srm.critic_repeat_backoff_steps
+    assert [r.critic.budget_used for r in recs if r.critic and r.critic.status == "repeat_skipped"] == [1, 2]
+
+
+def test_critic_failure_is_recorded_and_the_run_goes_on(tmp_path, sw_env):
+    err = LLMConnectionError("openai", "cannot reach the LLM server at http://127.0.0.1:9/v1")
+    agent = _agent(tmp_path, sw_env, lambda s, v: "look at sink", _llm(critic_reply=err))
+    _start(agent)
+    recs = [agent.step() for _ in range(8)]
+    failed = next(r for r in recs if r.critic)
+    assert failed.critic.status == "failed" and "cannot reach" in failed.critic.error
+    assert failed.llm_calls[0].purpose == "critic" and failed.llm_calls[0].error
+    assert len(recs) == 8 and failed.action  # the step still acted
+
+
+def test_a_report_waits_for_the_buffer_then_expires(tmp_path, sw_env):
+    # Sage's 4-action buffer is still running when the report of step 8 comes: the Critic waits
+    # (srm.critic_wait_for_empty_buffer) and the report expires after srm.critic_report_ttl_steps = 2 steps
+    agent = _agent(tmp_path, sw_env, lambda s, v: "look at sink", _llm(ground="look at sink\n" * 5),
+                   **{"srm.gate1_avoid_steps": 0, "srm.critic_cooldown_steps": 0})
+    _start(agent)
+    recs = [agent.step() for _ in range(11)]
+    assert recs[5].critic.status == "called" and recs[7].stagnation and recs[7].trigger.name == "stuck"
+    assert recs[7].buffer_after == ["look at sink"] * 4
+    assert any("waiting for the action buffer" in n for n in recs[8].notes) and recs[8].critic is None
+    assert recs[10].critic.status == "expired" and recs[10].critic.report_step == 8
+
+
+def test_messy_critic_answers_are_parsed():
+    a = parse_answer(CRITIC, 5)
+    assert a.diagnosis.startswith("The agent keeps") and a.course_correction.startswith("Go to the kitchen")
+    assert a.actions == ["Action 1: teleport to kitchen --> you are in the kitchen", "focus on the sink",
+                         "Look at the stove"] and not a.problems
+    b = parse_answer("Diagnosis - stuck\nactions:\n- open door\n* look around\n3) wait1\n4. go to hallway\n"
+                     "5. read book\n6. eat apple", 5)
+    assert b.diagnosis == "stuck" and len(b.actions) == 5 and b.actions[0] == "open door"
+    assert "no COURSE_CORRECTION section" in b.problems
+    c = parse_answer("I think you should look around.\n1. look around\n2. open the fridge", 5)
+    assert c.actions == ["look around", "open the fridge"] and "no ACTIONS section" in c.problems
+    assert parse_answer("", 5).problems[-1] == "no actions found in the reply"
+
+
+# ------------------------------------------------------------------ the ambiguity menu
+
+def test_ambiguity_menu_under_baseline_and_srm(tmp_path, sw_env):
+    task = "chemistry-mix-paint-secondary-color"
+    base = _agent(tmp_path, sw_env, ["look at paint", "1", "look at paint"], name="baseline")
+    _start(base, task)
+    r1, r2 = base.step(), base.step()
+    assert r1.observation.startswith("Ambiguous request") and r2.menu.chooser == "default" and r2.action == "0"
+    # the menu answer is not Swift's turn: Swift's next proposal comes the step after
+    srm = _agent(tmp_path, sw_env, ["look at paint in cup", "look at paint in cup", "focus on paint in cup"])
+    _start(srm, task)
+    recs = [srm.step() for _ in range(6)]
+    assert recs[1].menu.chooser == "gate1" and recs[1].gate1[0].reason == "MENU_CHOICE"
+    assert recs[1].action == str(recs[1].menu.chosen) and recs[1].observation.strip().endswith("paint")
+    assert recs[3].menu.chosen != recs[1].menu.chosen  # the same request walks through the options
+    assert "already tried" in recs[3].menu.why
+    # a focus request with no option matching the task better: cancelled (blank), never guessed, not counted
+    assert recs[4].observation.startswith("Ambiguous request") and recs[5].menu.chosen == -1
+    assert recs[5].action == "" and recs[5].score >= 0 and srm.state.focus_done == 0
+
+
+# ------------------------------------------------------------------ Sage learns why it was called
+
+def test_sage_prompt_says_which_rule_fired_and_what_swift_proposed(tmp_path, sw_env):
+    llm = _llm()
+    agent = _agent(tmp_path, sw_env, lambda s, v: next(a for a in v if a.startswith("focus on")), llm,
+                   name="baseline")
+    _start(agent)
+    r = agent.step()
+    assert r.trigger.name == "critical"
+    plan_prompt = r.llm_calls[0].prompt
+    assert "critical: 'focus on ...'" in plan_prompt and "My instinct (Swift, the fast policy) tells me to 'focus on" \
+        in plan_prompt
+
+
+def test_invalid_trigger_compares_without_case(sw_env, tmp_path):
+    agent = _agent(tmp_path, sw_env, ["look around"], name="baseline")
+    _start(agent)
+    prop = SwiftProposal(top1="focus on unknown substance b", candidates=[], action="focus on unknown substance B")
+    names = [t.name for t in agent._triggers(prop, prop.action, ["focus on unknown substance B", "look around"])]
+    assert "invalid" not in names and "critical" in names
+
+
+@pytest.mark.slow
+def test_one_real_critic_call_through_the_embedded_model(tmp_path, sw_env):
+    from agent_core.config import LLMConfig
+    from agent_core.llm import make_backend
+
+    records = _play(tmp_path, sw_env, ["look at sink", "look at picture", "wait1", "look at sink", "inventory"])
+    rep = detect(records, SRMConfig())
+    llm = make_backend(LLMConfig(backend="embedded", embedded_model="smollm2-135m", n_ctx=4096, timeout_s=120))
+    critic = Critic(llm, SRMConfig())
+    last = records[-1]
+    ctx = CriticContext(task=sw_env.last.task_description, look=last.look, inventory=last.inventory, score=0,
+                        time=5, history=[(r.action, r.observation, r.reward) for r in records], report=rep,
+                        valid=sw_env.valid_actions())
+    call, answer = critic.ask(ctx)
+    assert call.error is None and call.output.strip() and call.completion_tokens > 0
+    assert "Stagnation report" in call.prompt and "REPEAT_ACTION_2_NO_EFFECT" in call.prompt
+    assert "focus on" not in call.prompt.split("Valid actions you may use")[1].split("Answer in exactly")[0]
+    assert isinstance(answer.actions, list)  # a 135M model's answer may be messy: parsed, problems recorded

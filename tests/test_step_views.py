@@ -1,0 +1,235 @@
+"""The step views (views/): self-reflection panels (Gate-1, the ambiguity menu, the stagnation report, the
+Critic) and the mode timeline's lanes, rendered by the real Run page with Streamlit's AppTest from traces
+written by hand with the real dataclasses and TraceWriter; and the pure helpers that read who acts next."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from agent_core.config import preset
+from agent_core.trace import (CriticCall, EpisodeHeader, Gate1Decision, MenuChoice, StagnationReport, StepRecord,
+                              TraceWriter, Trigger)
+from views import next_hint, pending_actions, timeline_figure
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = str(ROOT / "pages" / "0_Run.py")
+TIMEOUT = 120
+SRM = ["swift", "sage", "gate1", "stagnation", "critic", "loop_guard"]
+
+REPAIR_WORDS = "only the letter case differed from the valid action 'open door to kitchen'"
+DROP_WORDS = "no valid action is close to 'fly to the moon'"
+STAG_WORDS = "the same observation came back 3 times in a row"
+DIAGNOSIS = "The agent keeps looking around the kitchen instead of heating the water."
+
+
+def _header(run_id: str, mechanisms: list[str], preset_name: str) -> EpisodeHeader:
+    return EpisodeHeader(task="boil", task_index=0, variation=21, split="test",
+                         task_description="Your task is to boil water.", config=preset(preset_name).to_dict(),
+                         models={"swift": "scripted", "sage": "scripted:scripted"}, run_id=run_id,
+                         initial_observation="You are in the hallway.", initial_look="This room is called the "
+                         "hallway.", initial_inventory="In your inventory, you see: an orange",
+                         mechanisms=mechanisms)
+
+
+def _step(i: int, action: str, system: str = "swift", **kw) -> StepRecord:
+    return StepRecord(step=i, action=action, system=system, observation=f"observation number {i}",
+                      look=f"look {i}", inventory="an orange", score=0.0, reward=0.0, moves=i, done=False,
+                      failed=False, room="kitchen", **kw)
+
+
+def _srm_steps() -> list[StepRecord]:
+    """One step per kind: ACCEPT; REPAIR + DROP; a menu answer; stagnation + a Critic call; a Critic action."""
+    stagnation = StagnationReport(
+        modes=["SAME_OBS_3", "REPEAT_ACTION_2_NO_EFFECT"], counts={"SAME_OBS_3": 3, "REPEAT_ACTION_2_NO_EFFECT": 2},
+        window=6, last_action="look around", observation_signature="This room is called the kitchen.",
+        actions_to_avoid=["look around"], constraints=["at most one move before acting on an object"],
+        explanation=[STAG_WORDS, "'look around' was repeated 2 times with no effect"])
+    critic = CriticCall(
+        status="called", report_step=4, reason="A new stagnation report and budget left.",
+        prompt="CRITIC PROMPT: you are the Critic...", output="DIAGNOSIS: ...\nCOURSE_CORRECTION: ...",
+        diagnosis=DIAGNOSIS, course_correction="Turn on the stove, then wait.",
+        actions=["activate stove", "fly to the moon"], admitted=["activate stove"], buffer_policy="replace",
+        budget_used=2, budget=3, latency_s=1.5)
+    return [
+        _step(1, "look around", gate1=[Gate1Decision("swift", "look around", "ACCEPT", "look around",
+                                                     "VALID", "look around", "a valid action as written")]),
+        _step(2, "open door to kitchen", trigger=Trigger("invalid", "invalid: Swift's action is not valid"),
+              gate1=[Gate1Decision("swift", "fly to the moon", "DROP", None, "NOT_IN_VALID_ACTIONS",
+                                   "fly to the moon", DROP_WORDS),
+                     Gate1Decision("swift", "open Door to kitchen", "REPAIR", "open door to kitchen", "REPAIR_CASE",
+                                   "open door to kitchen", REPAIR_WORDS)]),
+        _step(3, "0", menu=MenuChoice("pick up thermometer", ["thermometer on the table", "thermometer in the sink"],
+                                      0, "gate1", "the plan needs the one on the table")),
+        _step(4, "look around", gate1=[Gate1Decision("swift", "look around", "ACCEPT", "look around", "VALID"),
+                                       Gate1Decision("critic", "activate stove", "ACCEPT", "activate stove", "VALID"),
+                                       Gate1Decision("critic", "fly to the moon", "DROP", None,
+                                                     "NOT_IN_VALID_ACTIONS", "fly to the moon", DROP_WORDS)],
+              stagnation=stagnation, critic=critic, buffer_after=["activate stove"],
+              buffer_after_sources=["critic"], mode_after="sage"),
+        _step(5, "activate stove", system="critic",
+              gate1=[Gate1Decision("critic", "activate stove", "ACCEPT", "activate stove", "VALID")]),
+    ]
+
+
+def _write(path: Path, header: EpisodeHeader, steps: list[StepRecord]) -> Path:
+    with TraceWriter(path, header) as w:
+        for s in steps:
+            w.append(s)
+    return path
+
+
+def _open(monkeypatch, tmp_path: Path, trace: Path) -> AppTest:
+    monkeypatch.setenv("SWIFTSAGE_RUNS_DIR", str(trace.parent))
+    monkeypatch.setenv("SWIFTSAGE_EXAMPLES_DIR", str(tmp_path / "no-examples"))
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
+    at.run()
+    at.radio(key="run_source").set_value("Recorded episode").run()
+    at.selectbox(key="run_trace").set_value(str(trace)).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _goto(at: AppTest, t: int) -> AppTest:
+    at.slider(key="run_rec_step").set_value(t).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _md(at: AppTest) -> str:
+    return "\n".join(m.value for m in at.markdown)
+
+
+def _captions(at: AppTest) -> str:
+    return "\n".join(c.value for c in at.caption)
+
+
+def _timeline(at: AppTest) -> dict:
+    for c in at.get("plotly_chart"):
+        spec = json.loads(c.proto.spec)
+        if any(t.get("type") == "bar" for t in spec["data"]):
+            return spec
+    raise AssertionError("no timeline chart")
+
+
+@pytest.fixture()
+def srm_trace(tmp_path) -> Path:
+    return _write(tmp_path / "runs" / "ep-srm.jsonl", _header("ep-srm", SRM, "srm"), _srm_steps())
+
+
+def test_gate1_panel_accept_repair_drop(monkeypatch, tmp_path, srm_trace):
+    at = _goto(_open(monkeypatch, tmp_path, srm_trace), 1)
+    md = _md(at)
+    assert "Gate-1: every proposed action" in md and ">ACCEPT</span>" in md
+    assert "Gate-1 checks every action proposed" in _captions(at)  # the "what is this"
+    _goto(at, 2)
+    md = _md(at)
+    assert ">REPAIR</span>" in md and ">DROP</span>" in md
+    assert REPAIR_WORDS in md and DROP_WORDS in md  # the reason in words
+    assert "REPAIR_CASE" in md and "NOT_IN_VALID_ACTIONS" in md  # the reason codes
+    assert "→ <code>open door to kitchen</code>" in md  # the repaired form
+    assert ">Swift</span> <code>fly to the moon</code>" in md  # the source
+    assert "2 actions proposed: 1 REPAIR, 1 DROP." in _captions(at)
+    assert "not running in this preset" not in _captions(at)
+
+
+def test_menu_card(monkeypatch, tmp_path, srm_trace):
+    at = _goto(_open(monkeypatch, tmp_path, srm_trace), 3)
+    md = _md(at)
+    assert "Ambiguity menu" in md and "<code>pick up thermometer</code> was ambiguous" in md
+    assert "- **0**: thermometer on the table" in md and "- **1**: thermometer in the sink" in md
+    assert "Answered **0** by Gate-1" in md and "the plan needs the one on the table" in md
+    assert "Nothing was proposed to Gate-1 at this step (this step answered the game's numbered menu)." \
+        in _captions(at)
+
+
+def test_stagnation_and_critic_cards(monkeypatch, tmp_path, srm_trace):
+    at = _goto(_open(monkeypatch, tmp_path, srm_trace), 4)
+    md, caps = _md(at), _captions(at)
+    # the stagnation report: modes in words with their codes and counts, the repeating observation, advice
+    assert "Stagnation report" in md and STAG_WORDS in md and "<code>SAME_OBS_3</code>, seen 3 times" in md
+    assert "This room is called the kitchen." in [t.value for t in at.text]
+    assert "**Actions to avoid:** <code>look around</code>" in md
+    assert "at most one move before acting on an object" in md
+    # the Critic: status, diagnosis, correction, parsed vs admitted actions, policy, budget
+    assert "**Critic**" in md and ">called</span>" in md
+    assert DIAGNOSIS in md and "Turn on the stove, then wait." in md
+    assert "2 proposed, 1 passed Gate-1 and entered the buffer (they replaced what was in the buffer)" in md
+    assert "<code>activate stove</code> ✓ admitted" in md
+    assert "<code>fly to the moon</code> <span" in md and DROP_WORDS in md
+    assert "Budget: 2 of 3 calls used (1 left) · 1.5 s" in caps
+    # the exact prompt sits in an expander, not in the main view
+    raw = next(e for e in at.expander if e.label == "The Critic's exact prompt and raw output")
+    assert any("CRITIC PROMPT" in c.value for c in raw.code)
+    # the buffer panel marks the Critic's actions; the next step comes from them
+    assert "1. `activate stove` <span" in md and "from the Critic" in md
+    # the step list carries the marks; its detail shows the same cards (compact)
+    labels = [e.label for e in at.expander if e.label.startswith("Step ")]
+    assert "◆ stagnation" in labels[0] and "● Critic called" in labels[0] and "✗ Gate-1 dropped 1" in labels[0]
+
+
+def test_critic_step_and_budget_so_far(monkeypatch, tmp_path, srm_trace):
+    at = _goto(_open(monkeypatch, tmp_path, srm_trace), 5)
+    md = _md(at)
+    assert ">Critic</span>" in md  # the mode badge: the Critic's buffered action ran
+    assert "taken from the buffer the Critic filled" in md
+    assert "Not called at this step. So far: 2 of 3 calls used (1 left)." in _captions(at)
+    assert "The stagnation detector saw no sign of going round in circles after this step." in _captions(at)
+
+
+def test_timeline_lanes_and_hover(monkeypatch, tmp_path, srm_trace):
+    at = _goto(_open(monkeypatch, tmp_path, srm_trace), 5)
+    spec = _timeline(at)
+    marks = {t["name"]: t for t in spec["data"] if t["type"] == "scatter"}
+    assert {"⚡ switch to Sage", "Gate-1 drop", "stagnation report", "Critic called"} <= set(marks)
+    assert marks["Gate-1 drop"]["x"] == [2, 4] and marks["Gate-1 drop"]["marker"]["symbol"] == "x"
+    assert DROP_WORDS in marks["Gate-1 drop"]["hovertext"][0]
+    assert STAG_WORDS in marks["stagnation report"]["hovertext"][0]
+    assert "called" in marks["Critic called"]["hovertext"][0] and "heating the water" in marks["Critic called"][
+        "hovertext"][0]
+    ys = {name: t["y"][0] for name, t in marks.items()}
+    assert len({ys["⚡ switch to Sage"], ys["Gate-1 drop"], ys["stagnation report"], ys["Critic called"]}) == 4
+    assert spec["layout"]["yaxis"]["ticktext"] == ["acted", "switch", "Gate-1", "stagnation", "Critic"]
+    assert all(t.get("mode") != "text" for t in spec["data"])  # no overlapping text labels
+
+
+@pytest.mark.parametrize("mechanisms", [["swift", "sage"], []], ids=["baseline", "old-trace"])
+def test_baseline_trace_shows_no_srm_panels(monkeypatch, tmp_path, mechanisms):
+    steps = [_step(1, "look around"), _step(2, "open door to kitchen", system="sage",
+                                            trigger=Trigger("stuck", "stuck: the rewards of the last 5 steps sum "
+                                                                     "to 0"))]
+    trace = _write(tmp_path / "runs" / "ep-base.jsonl", _header("ep-base", mechanisms, "baseline"), steps)
+    at = _goto(_open(monkeypatch, tmp_path, trace), 2)
+    md, caps = _md(at), _captions(at)
+    assert ("Self-reflection: Gate-1, the stagnation detector and the Critic are not running in this preset "
+            "(*baseline*)") in caps
+    for panel in ("Gate-1: every proposed", "Stagnation report", "**Critic**", "Self-reflection (SRM) at this step",
+                  "Ambiguity menu"):
+        assert panel not in md, panel
+    assert not [e for e in at.expander if "self-reflection rules" in e.label]
+    spec = _timeline(at)
+    assert spec["layout"]["yaxis"]["ticktext"] == ["acted", "switch"]
+
+
+# ----------------------------------------------------------------------------- pure helpers
+
+def test_pending_actions_and_next_hint_read_records_only():
+    assert pending_actions([]) == [] and next_hint([], done=False).startswith("Next step: Swift")
+    steps = _srm_steps()
+    assert pending_actions(steps[:4]) == [("activate stove", "critic")]
+    assert next_hint(steps[:4], done=False) == "Next step: the Critic's actions in the buffer (1 action pending)."
+    assert pending_actions(steps) == [] and next_hint(steps, done=True) is None
+    sage = _step(1, "go to kitchen", system="sage", buffer_after=["look at stove", "open oven"], mode_after="sage")
+    assert next_hint([sage], done=False) == "Next step: Sage's buffer (2 actions pending)."
+    legacy = _step(1, "go to kitchen", system="sage", buffer_after=["look at stove"])  # mode_after left at default
+    assert pending_actions([legacy]) == [("look at stove", "sage")]
+
+
+def test_timeline_figure_puts_each_kind_in_its_own_lane():
+    fig = timeline_figure(_srm_steps(), cursor=2, mechanisms=SRM)
+    ys = {t.name: t.y[0] for t in fig.data if t.type == "scatter"}
+    assert ys["⚡ switch to Sage"] < ys["Gate-1 drop"] < ys["stagnation report"] < ys["Critic called"]
+    fig = timeline_figure(_srm_steps()[:1], mechanisms=["swift", "sage"])
+    assert [t.type for t in fig.data] == ["bar"] and list(fig.layout.yaxis.ticktext) == ["acted", "switch"]

@@ -1,0 +1,179 @@
+"""The Run page's charts, built from step records only: the mode timeline and the score trajectory.
+
+Colours come from agent_core.palette so an actor looks the same on every chart and page.
+"""
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from typing import Iterable
+
+import plotly.graph_objects as go
+
+from agent_core.palette import ACTOR_COLORS, STAGNATION_COLOR
+from agent_core.trace import StepRecord
+from views.common import actor_color, actor_label, clip
+
+BACK_TO_SWIFT = ("buffer_empty", "buffer_failed")  # switch names that hand control back to Swift
+LANE_GAP = 0.45  # vertical distance between two marker lanes (the step bars are 1 high)
+
+
+@dataclass
+class Marks:
+    """One set of markers in one lane of the timeline."""
+
+    name: str  # legend entry
+    symbol: str
+    color: str
+    steps: list[int] = field(default_factory=list)
+    hover: list[str] = field(default_factory=list)
+    size: int = 11
+
+    def add(self, step: int, hover: str) -> None:
+        self.steps.append(step)
+        self.hover.append(hover)
+
+
+def _h(text: str, n: int = 80) -> str:
+    """Clip and escape text for a Plotly hover label (which reads a little HTML)."""
+    return html.escape(clip(text, n), quote=False)
+
+
+def _switch_marks(records: list[StepRecord]) -> list[Marks]:
+    to_sage = Marks("⚡ switch to Sage", "triangle-up", actor_color("sage"))
+    to_swift = Marks("⚡ back to Swift", "triangle-down", actor_color("swift"))
+    for r in records:
+        if r.trigger:
+            lane = to_swift if r.trigger.name in BACK_TO_SWIFT else to_sage
+            lane.add(r.step, f"step {r.step}: ⚡ <b>{_h(r.trigger.name)}</b><br>{_h(r.trigger.rule, 120)}")
+    return [to_sage, to_swift]
+
+
+def _drop_marks(records: list[StepRecord]) -> list[Marks]:
+    marks = Marks("Gate-1 drop", "x", actor_color("gate1_drop"))
+    for r in records:
+        drops = [g for g in r.gate1 if g.decision == "DROP"]
+        if drops:
+            lines = [f"• {_h(g.proposed, 50)} ({_h(actor_label(g.source))}): {_h(g.detail or g.reason, 90)}"
+                     for g in drops]
+            marks.add(r.step, f"step {r.step}: Gate-1 dropped<br>" + "<br>".join(lines))
+    return [marks]
+
+
+def _stagnation_marks(records: list[StepRecord]) -> list[Marks]:
+    marks = Marks("stagnation report", "diamond", STAGNATION_COLOR)
+    for r in records:
+        if r.stagnation:
+            words = r.stagnation.explanation or r.stagnation.modes
+            marks.add(r.step, f"step {r.step}: stagnation<br>" + "<br>".join(f"• {_h(w, 90)}" for w in words))
+    return [marks]
+
+
+def _critic_marks(records: list[StepRecord]) -> list[Marks]:
+    called = Marks("Critic called", "circle", actor_color("critic"))
+    other = Marks("Critic not called (skipped / failed)", "circle-open", actor_color("critic"))
+    for r in records:
+        c = r.critic
+        if c:
+            text = f"step {r.step}: Critic <b>{_h(c.status)}</b>"
+            if c.diagnosis:
+                text += f"<br>diagnosis: {_h(c.diagnosis, 120)}"
+            elif c.reason or c.error:
+                text += f"<br>{_h(c.error or c.reason, 120)}"
+            (called if c.status == "called" else other).add(r.step, text)
+    return [called, other]
+
+
+# lane name (y-axis label) -> mechanism that must have run (None: always) and the marks it holds
+LANES = (("switch", None, _switch_marks), ("Gate-1", "gate1", _drop_marks),
+         ("stagnation", "stagnation", _stagnation_marks), ("Critic", "critic", _critic_marks))
+
+
+def _lanes(records: list[StepRecord], mechanisms: Iterable[str]) -> list[tuple[str, list[Marks]]]:
+    """The lanes to draw: always switches; an SRM lane when it ran or its marks exist (an honest record)."""
+    on = set(mechanisms)
+    out = []
+    for label, needs, build in LANES:
+        marks = build(records)
+        if needs is None or needs in on or any(m.steps for m in marks):
+            out.append((label, marks))
+    return out
+
+
+def _add_bars(fig: go.Figure, records: list[StepRecord]) -> None:
+    """One bar per step in the colour of the system that acted; hover: the action and the switch rule."""
+    systems = [s for s in ACTOR_COLORS if any(r.system == s for r in records)]
+    systems += sorted({r.system for r in records} - set(systems))
+    for system in systems:
+        rows = [r for r in records if r.system == system]
+        hover = []
+        for r in rows:
+            why = f"switch: <b>{_h(r.trigger.name)}</b> ({_h(r.trigger.rule, 120)})" if r.trigger else "no switch"
+            hover.append(f"step {r.step}: {actor_label(r.system)}<br>action: {_h(r.action, 60)}<br>{why}")
+        fig.add_bar(x=[r.step for r in rows], y=[1] * len(rows), name=actor_label(system), width=0.92,
+                    marker_color=actor_color(system), hovertext=hover, hoverinfo="text")
+
+
+def timeline_figure(records: list[StepRecord], cursor: int | None = None,
+                    mechanisms: Iterable[str] = ("swift", "sage")) -> go.Figure:
+    """Who acted at each step (coloured bars), with one lane of symbols per kind of event above them, so
+    marks of the same step never overlap: switches, Gate-1 drops, stagnation reports, Critic calls."""
+    fig = go.Figure()
+    _add_bars(fig, records)
+    lanes = _lanes(records, mechanisms)
+    ticks, labels = [0.5], ["acted"]
+    for i, (label, marks) in enumerate(lanes):
+        y = 1 + LANE_GAP * (i + 1)
+        ticks.append(y)
+        labels.append(label)
+        for m in marks:
+            if m.steps:
+                fig.add_scatter(x=m.steps, y=[y] * len(m.steps), mode="markers", name=m.name,
+                                marker={"symbol": m.symbol, "size": m.size, "color": m.color,
+                                        "line": {"width": 1.5, "color": m.color}},
+                                hovertext=m.hover, hoverinfo="text")
+    if cursor:
+        fig.add_vline(x=cursor, line_width=2, line_dash="dot", line_color="#333")
+    n = max((r.step for r in records), default=1)
+    fig.update_layout(height=150 + 32 * len(lanes), margin={"l": 10, "r": 10, "t": 45, "b": 30},
+                      barmode="overlay", bargap=0.05,
+                      legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 1, "xanchor": "right"},
+                      yaxis={"range": [0, ticks[-1] + LANE_GAP * 0.8], "fixedrange": True, "tickvals": ticks,
+                             "ticktext": labels, "showgrid": False, "zeroline": False},
+                      xaxis={"title": "step", "range": [0.4, max(n, 10) + 0.6], "dtick": 1 if n <= 30 else None})
+    return fig
+
+
+def score_figure(records: list[StepRecord], cursor: int | None = None) -> go.Figure:
+    """Score per step, reward markers, background shaded by the acting system."""
+    fig = go.Figure()
+    seg_start = 0
+    for i in range(1, len(records) + 1):
+        if i == len(records) or records[i].system != records[seg_start].system:
+            fig.add_vrect(x0=records[seg_start].step - 0.5, x1=records[i - 1].step + 0.5, line_width=0,
+                          fillcolor=actor_color(records[seg_start].system), opacity=0.13, layer="below")
+            seg_start = i
+    for system in [s for s in ACTOR_COLORS if any(r.system == s for r in records)]:
+        fig.add_scatter(x=[None], y=[None], mode="markers", name=f"{actor_label(system)} acting",
+                        marker={"symbol": "square", "size": 12, "color": actor_color(system), "opacity": 0.35})
+    fig.add_scatter(x=[r.step for r in records], y=[r.score for r in records], mode="lines+markers", name="score",
+                    line={"color": "#222", "width": 2}, marker={"size": 5},
+                    hovertext=[f"step {r.step}: score {r.score:g}<br>{_h(r.action, 60)}" for r in records],
+                    hoverinfo="text")
+    rew = [r for r in records if r.reward != 0]
+    if rew:
+        fig.add_scatter(x=[r.step for r in rew], y=[r.score for r in rew], mode="markers+text", name="reward",
+                        text=[f"{r.reward:+g}" for r in rew], textposition="top center",
+                        marker={"size": 12, "color": ["#2ca02c" if r.reward > 0 else "#d62728" for r in rew],
+                                "line": {"width": 1, "color": "white"}},
+                        hovertext=[f"step {r.step}: reward {r.reward:+g}<br>{_h(r.action, 60)}" for r in rew],
+                        hoverinfo="text")
+    if cursor:
+        fig.add_vline(x=cursor, line_width=2, line_dash="dot", line_color="#333")
+    low = min([0.0] + [r.score for r in records])
+    n = max((r.step for r in records), default=1)
+    fig.update_layout(height=280, margin={"l": 10, "r": 10, "t": 30, "b": 30},
+                      legend={"orientation": "h", "y": 1.15, "x": 0},
+                      yaxis={"title": "score", "range": [low - 5, 108]},
+                      xaxis={"title": "step", "range": [0.4, max(n, 10) + 0.6]})
+    return fig

@@ -1,0 +1,142 @@
+"""Shared by every view: plain-words help texts, actor colours as HTML chips, and what the records say
+about the next step (who acts, what is buffered)."""
+from __future__ import annotations
+
+import html
+from typing import Any
+
+from agent_core.palette import ACTOR_COLORS, ACTOR_LABELS
+from agent_core.trace import EpisodeHeader, StepRecord
+
+# Traces written before EpisodeHeader.mechanisms existed ran the plain SwiftSage loop.
+DEFAULT_MECHANISMS: tuple[str, ...] = ("swift", "sage")
+SRM_MECHANISMS: dict[str, str] = {"gate1": "Gate-1", "stagnation": "the stagnation detector", "critic": "the Critic"}
+
+QUESTIONS = {
+    "Q1": "Which objects are needed, and where are they likely to be?",
+    "Q2": "Which of them are not collected yet?",
+    "Q3": "Which subgoals complete the task efficiently?",
+    "Q4": "Which subgoals are done, and which one to focus on now?",
+    "Q5": "Is a mistake blocking progress, and how to fix it?",
+}
+MAPPING_WORDS = {"exact": "exactly a valid action", "normalized": "valid after rewording (articles, synonyms)",
+                 "similarity": "the most similar valid action (sentence embeddings)",
+                 "unmapped": "no valid action close enough: skipped"}
+WHAT = {
+    "page": "What is this? A *dual-process* agent plays a ScienceWorld science task. **Swift** (fast, 'System 1') "
+            "is a small model that imitates expert play and proposes each action in a blink. **Sage** (slow, "
+            "'System 2') is a large language model that writes a plan and a short list of actions when Swift "
+            "looks stuck or is about to make a risky move.",
+    "obs": "What is this? The action taken at this step and what the game answered.",
+    "look": "What is this? What the agent sees around it after the step ('look around'): the room and its objects.",
+    "inv": "What is this? What the agent is carrying after the step.",
+    "timeline": "What is this? Who chose each action: one cell per step, coloured by the system that acted. The "
+                "rows above it mark events: switches of control, and (with self-reflection on) Gate-1 drops, "
+                "stagnation reports and Critic calls. Hover a mark for what happened and why.",
+    "plan": "What is this? Sage's plan: its answers to five questions about the task, written the last time Sage "
+            "was called. Swift ignores it; Sage turns it into actions.",
+    "buffer": "What is this? The action buffer is the agent's to-do list: the actions Sage (or the Critic) planned, "
+              "taken one per step in order (first in, first out). Each one is first matched to an action the "
+              "game accepts.",
+    "score": "What is this? The game's score (0-100) after each step. Dots with a number mark steps that earned "
+             "(or lost) points; the background shows which system was acting.",
+    "steps": "What is this? Every step so far, newest first. Open one to see why it happened, Swift's ranked "
+             "candidates, the exact prompts Sage was given and its raw answers, and the full step record.",
+    "recorded": "Every live run is recorded as it happens (one JSON line per step). A recorded episode replays "
+                "from that file alone: no model is called, so scrubbing is instant.",
+    "srm": "What is this? Self-reflection (SRM) watches the agent's own actions: Gate-1 checks each action before "
+           "it runs, the stagnation detector notices when the agent goes round in circles, and then a Critic "
+           "(an LLM, called only a few times per episode) says what is wrong and proposes new actions.",
+    "gate1": "What is this? Gate-1 checks every action proposed to the game (by Swift, Sage, the Critic or a menu "
+             "answer) against the actions the game accepts right now, before it runs: it accepts it, repairs a "
+             "small mismatch, or drops it so an impossible action never reaches the game.",
+    "menu": "What is this? Some actions are ambiguous (two objects share a name), so the game answers with a "
+            "numbered menu instead of acting; the agent has to reply with a number.",
+    "stagnation": "What is this? The stagnation detector looks back over the last steps for signs that the agent "
+                  "is going round in circles (the same observation again, an action repeated with no effect, "
+                  "moving back and forth). When one shows, it writes this report, which can call the Critic.",
+    "critic": "What is this? The Critic is an LLM asked, when the agent stagnates, to diagnose what is going wrong "
+              "and to propose a few actions; they pass Gate-1 and go into the action buffer. It has a small "
+              "budget of calls per episode.",
+}
+
+
+def actor_label(system: str) -> str:
+    return ACTOR_LABELS.get(system, system)
+
+
+def actor_color(system: str) -> str:
+    return ACTOR_COLORS.get(system, "#7f7f7f")
+
+
+def chip(text: str, color: str) -> str:
+    """A small coloured pill for st.markdown(..., unsafe_allow_html=True)."""
+    return (f"<span style='background:{color};color:white;padding:1px 8px;border-radius:9px;font-size:0.85em;"
+            f"font-weight:600;white-space:nowrap'>{esc(text)}</span>")
+
+
+def badge(system: str) -> str:
+    """The actor's name in its colour (the mode badge)."""
+    return (f"<span style='background:{actor_color(system)};color:white;padding:2px 10px;border-radius:10px;"
+            f"font-weight:600;white-space:nowrap'>{actor_label(system)}</span>")
+
+
+def esc(text: Any) -> str:
+    """Escape text for markdown that allows HTML; quotes stay readable (they are safe outside attributes)."""
+    return html.escape(str(text), quote=False)
+
+
+def code(text: str) -> str:
+    """Inline code that survives any characters (a backtick in an action would break `...`)."""
+    return f"<code>{esc(text)}</code>"
+
+
+def clip(text: str, n: int) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def episode_mechanisms(header: EpisodeHeader) -> list[str]:
+    """What ran in this episode; old traces (no list) ran Swift + Sage only."""
+    return list(header.mechanisms) or list(DEFAULT_MECHANISMS)
+
+
+def record_at(records: list[StepRecord], t: int) -> StepRecord | None:
+    """The record of step t (1-based); None at the start state."""
+    return records[t - 1] if 0 < t <= len(records) else None
+
+
+def pending_actions(records: list[StepRecord]) -> list[tuple[str, str]]:
+    """(action, source) pairs the buffer will run next, next first; empty when Swift acts next.
+
+    Read from the last record (mode_after, buffer_after), never from the agent. A non-empty buffer_after
+    also counts: mode_after is "sage" exactly while the buffer has actions, and records written before
+    mode_after existed leave it at its default."""
+    if not records:
+        return []  # before the first step, Swift acts
+    last = records[-1]
+    if last.mode_after != "sage" and not last.buffer_after:
+        return []
+    return list(zip(last.buffer_after, buffer_sources(last)))
+
+
+def buffer_sources(rec: StepRecord) -> list[str]:
+    """Who wrote each pending buffer item (sage | critic); Sage when the record does not say."""
+    given = list(rec.buffer_after_sources)
+    return (given + ["sage"] * len(rec.buffer_after))[: len(rec.buffer_after)]
+
+
+def next_hint(records: list[StepRecord], done: bool) -> str | None:
+    """One line: who acts at the next step."""
+    if done:
+        return None
+    pending = pending_actions(records)
+    if pending:
+        by_critic = pending[0][1] == "critic"
+        owner = "the Critic's actions in the buffer" if by_critic else "Sage's buffer"
+        return f"Next step: {owner} ({plural(len(pending), 'action')} pending)."
+    return "Next step: Swift proposes; Sage takes over if a switching rule fires."

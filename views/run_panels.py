@@ -1,0 +1,338 @@
+"""The Run page's panels of one step, and the step list, drawn from (header, records, t) only.
+
+t is the step shown (0 = the start state, records[t - 1] is its record). A live run passes the records its
+agent has written so far, a recorded episode the records read back from its trace; nothing here touches
+the agent, so a recorded step renders without calling any model.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+import streamlit as st
+
+from agent_core.trace import EpisodeHeader, EpisodeSummary, StepRecord
+from views.charts import score_figure, timeline_figure
+from views.common import (MAPPING_WORDS, QUESTIONS, WHAT, actor_color, actor_label, badge, buffer_sources, chip,
+                          clip, episode_mechanisms, record_at)
+from views.srm_panels import render_critic_raw, render_srm, render_srm_detail
+
+LIST_PAGE = 20  # steps shown in the step list before "show all"
+
+
+# ----------------------------------------------------------------------------- words from records
+
+def rules(config: dict[str, Any]) -> list[str]:
+    """The switching rules in words with their numbers, from the run's own configuration."""
+    c = config.get("controller", {}) if isinstance(config, dict) else {}
+    w = c.get("stuck_window", 5)
+    limit = c.get("buffer_fail_limit", 3)
+    prefixes = ", ".join(f"'{p} ...'" for p in c.get("critical_prefixes", ["focus on"]))
+    markers = c.get("unexpected_markers", [])
+    return [
+        f"**stuck**: the rewards of the last {w} steps sum to 0 (`controller.stuck_window = {w}`)",
+        "**invalid**: Swift's top action is not valid in the current state",
+        f"**critical**: Swift proposes a key decision ({prefixes}) that can end the task",
+        f"**unexpected**: the last observation reports a failure or anomaly ({len(markers)} phrases such as "
+        f"{', '.join(repr(m) for m in markers[:3])})",
+        "**buffer_empty**: back to Swift when Sage's action buffer is empty",
+        f"**buffer_failed**: back to Swift when {limit} buffered actions fail in a row "
+        f"(`controller.buffer_fail_limit = {limit}`)",
+    ]
+
+
+def consequence(rec: StepRecord) -> str:
+    """What the switch led to at this step, in words."""
+    if rec.trigger is None:
+        return ""
+    if rec.trigger.name in ("buffer_empty", "buffer_failed"):
+        return "Control went back to Swift."
+    if rec.system == "sage":
+        return "Sage was called: it planned, filled the action buffer, and this step's action is the first one."
+    if rec.system == "critic":
+        return "This step's action comes from the buffer the Critic filled."
+    if any(c.error for c in rec.llm_calls):
+        return "Sage was called but its model call failed, so Swift's action was taken."
+    return "Sage was called but none of its actions fitted the game, so Swift's action was taken."
+
+
+def plan_step(records: list[StepRecord], t: int) -> int | None:
+    """The step at which the plan shown at step t was written (its last successful planning call)."""
+    for r in reversed(records[:t]):
+        if any(c.purpose == "plan" and not c.error for c in r.llm_calls):
+            return r.step
+    return None
+
+
+def consumed_from(rec: StepRecord) -> str:
+    """Where this step's action came from, in words."""
+    if rec.system == "sage":
+        return "taken from Sage's buffer"
+    if rec.system == "critic":
+        return "taken from the buffer the Critic filled"
+    return f"chosen by {actor_label(rec.system)}"
+
+
+def step_summary(r: StepRecord) -> str:
+    """The one-line label of a step in the step list."""
+    parts = [f"Step {r.step}", actor_label(r.system), r.action, f"score {r.score:g} ({r.reward:+g})"]
+    if r.trigger:
+        parts.append(f"⚡ {r.trigger.name}")
+    drops = sum(g.decision == "DROP" for g in r.gate1)
+    if drops:
+        parts.append(f"✗ Gate-1 dropped {drops}")
+    if r.menu:
+        parts.append("menu")
+    if r.stagnation:
+        parts.append("◆ stagnation")
+    if r.critic:
+        parts.append(f"● Critic {r.critic.status}")
+    if any(c.error for c in r.llm_calls):
+        parts.append("⚠ LLM error")
+    if r.action_valid is False:
+        parts.append("✗ not valid")
+    return " · ".join(parts)
+
+
+# ----------------------------------------------------------------------------- panels of step t
+
+def render_header(header: EpisodeHeader, records: list[StepRecord], t: int, *, total: int | None = None,
+                  next_hint: str | None = None) -> None:
+    rec = record_at(records, t)
+    system = rec.system if rec else "swift"
+    models = header.models or {}
+    st.markdown(f"### Step {t} · {header.task} (variation {header.variation}, {header.split})")
+    st.caption(f"**Task:** {header.task_description}")
+    c1, c2, c3, c4 = st.columns([1, 1, 1, 2])
+    c1.metric("Step" if total is None else f"Step (of {total})", str(t),
+              help="Environment steps taken so far (0 = the start state).")
+    c2.metric("Score", f"{rec.score:g}" if rec else "0", delta=f"{rec.reward:+g}" if rec and rec.reward else None,
+              help="The game's score, 0-100 (cumulative); below 0 means the task failed.")
+    c3.markdown("**Mode**<br>" + badge(system), unsafe_allow_html=True,
+                help="Which system chose this step's action: Swift (fast model), Sage (slow LLM planner) or "
+                     "the Critic (self-reflection's LLM, through the buffer).")
+    c4.caption(f"preset **{header.config.get('preset', '?')}** · Swift: `{models.get('swift', '?')}` · "
+               f"Sage: `{models.get('sage', '?')}` · run `{header.run_id}` · running: "
+               f"{', '.join(episode_mechanisms(header))}")
+    if next_hint:
+        c4.caption(next_hint)
+
+
+def render_alerts(header: EpisodeHeader, records: list[StepRecord], t: int,
+                  summary: EpisodeSummary | None) -> None:
+    """What the user must not miss at this step: why control switched, model failures, JVM events."""
+    rec = record_at(records, t)
+    if rec is None:
+        return
+    if rec.trigger:
+        st.info(f"**Why did control switch?** Rule **{rec.trigger.name}** fired: {rec.trigger.rule}. "
+                f"{consequence(rec)}", icon="⚡")
+    for c in rec.llm_calls:
+        if c.error:
+            who = f"{c.backend} {c.model}".strip()
+            if c.purpose in ("plan", "ground"):
+                st.error(f"Sage's LLM call ({c.purpose}, {who}) failed at this step, so the agent fell back to "
+                         f"Swift's action. The error: {c.error}")
+            else:  # the Critic, the importance rater, ...: the step itself went on as usual
+                st.error(f"The {c.purpose} LLM call ({who}) failed at this step. The error: {c.error}")
+    for ev in rec.env_events:
+        st.warning(f"ScienceWorld: {ev.kind}: {ev.detail}")
+    if rec.failed:
+        st.error(f"The task failed at this step (score {rec.score:g}).")
+    if t == len(records) and summary is not None:
+        text = (f"Episode over: **{summary.reason}** after {summary.steps} steps, final score "
+                f"{summary.final_score:g}." + (f" Error: {summary.error}" if summary.error else ""))
+        (st.success if summary.success else st.warning)(text)
+
+
+def render_observation(header: EpisodeHeader, records: list[StepRecord], t: int) -> None:
+    rec = record_at(records, t)
+    c1, c2, c3 = st.columns(3)
+    with c1:
+        st.markdown("**Observation**")
+        st.caption(WHAT["obs"])
+        with st.container(border=True, height=230):
+            if rec is None:
+                st.markdown("*Start of the episode*")
+                st.text(header.initial_observation)
+            else:
+                mark = "" if rec.action_valid in (None, True) else " ✗ not a valid action"
+                st.markdown(f"**>** `{rec.action}` ({actor_label(rec.system)}){mark}")
+                st.text(rec.observation)
+    with c2:
+        st.markdown(f"**Look around**{' · ' + rec.room if rec and rec.room else ''}")
+        st.caption(WHAT["look"])
+        with st.container(border=True, height=230):
+            st.text(rec.look if rec else header.initial_look)
+    with c3:
+        st.markdown("**Inventory**")
+        st.caption(WHAT["inv"])
+        with st.container(border=True, height=230):
+            st.text(rec.inventory if rec else header.initial_inventory)
+
+
+def render_timeline(header: EpisodeHeader, records: list[StepRecord], t: int, *, cursor: int | None) -> None:
+    st.markdown("**Mode timeline: who acted at each step**")
+    st.caption(WHAT["timeline"])
+    if not records:
+        st.caption("No steps yet: the agent starts with Swift.")
+    else:
+        fig = timeline_figure(records, cursor, mechanisms=episode_mechanisms(header))
+        st.plotly_chart(fig, key="run_timeline_chart", width="stretch", config={"displayModeBar": False})
+        switches = [r for r in records[:t] if r.trigger][-3:]
+        if switches:
+            st.caption("Latest switches: " + "; ".join(f"step {r.step}: **{r.trigger.name}** ({r.trigger.rule})"
+                                                       for r in reversed(switches)))
+    with st.expander("The switching rules (when Swift hands control to Sage, and back)"):
+        st.caption("The agent starts with Swift. Before each Swift action it checks these rules; the first that "
+                   "holds calls Sage, whose buffered actions then run until the buffer is empty or fails.")
+        st.markdown("\n".join(f"- {r}" for r in rules(header.config)))
+
+
+def render_plan(header: EpisodeHeader, records: list[StepRecord], t: int) -> None:
+    st.markdown("**Sage's current plan (Q1-Q5)**")
+    st.caption(WHAT["plan"])
+    rec = record_at(records, t)
+    plan = rec.plan if rec else {}
+    if not plan:
+        st.info("Sage has not planned yet in this episode: Swift has been acting alone.")
+        return
+    made = plan_step(records, t)
+    if made is not None:
+        ago = t - made
+        st.caption(f"Written at step {made}" + (" (this step)" if ago == 0 else f", {ago} step{'s' if ago > 1 else ''} "
+                                                                               f"ago"))
+    for q, question in QUESTIONS.items():
+        answer = plan.get(q)
+        st.markdown(f"**{q}. {question}**  \n{answer if answer else '*(no answer)*'}")
+
+
+def _pending_line(i: int, action: str, source: str) -> str:
+    """One pending buffer item; the Critic's are marked in its colour (Sage's are the default)."""
+    mark = f" {chip('from the Critic', actor_color('critic'))}" if source == "critic" else ""
+    return f"{i}. `{action}`{mark}"
+
+
+def render_buffer(header: EpisodeHeader, records: list[StepRecord], t: int) -> None:
+    st.markdown("**Action buffer**")
+    st.caption(WHAT["buffer"])
+    rec = record_at(records, t)
+    if rec is None:
+        st.caption("Empty: nothing planned yet.")
+        return
+    st.markdown(f"**Consumed this step:** `{rec.action}` ({consumed_from(rec)})")
+    if rec.buffer_after:
+        items = zip(rec.buffer_after, buffer_sources(rec))
+        st.markdown("**Pending** (next first):\n" + "\n".join(_pending_line(i, a, s) for i, (a, s) in
+                                                              enumerate(items, 1)), unsafe_allow_html=True)
+    else:
+        st.markdown("**Pending:** *(empty: Swift proposes the next action)*")
+    if rec.buffer_before and rec.buffer_before != rec.buffer_after:
+        st.caption("Buffer when this step began: " + " → ".join(f"`{a}`" for a in rec.buffer_before))
+    if rec.mappings:
+        st.markdown("**Mapped onto valid actions:**")
+        st.dataframe([{"planned": m.raw, "mapped to": m.mapped or "—", "how": m.method,
+                       "similarity": m.similarity} for m in rec.mappings], hide_index=True, width="stretch")
+        st.caption(" · ".join(f"**{k}**: {v}" for k, v in MAPPING_WORDS.items()))
+
+
+def render_score(header: EpisodeHeader, records: list[StepRecord], t: int, *, cursor: int | None) -> None:
+    st.markdown("**Score trajectory**")
+    st.caption(WHAT["score"])
+    if not records:
+        st.caption("No steps yet.")
+        return
+    st.plotly_chart(score_figure(records, cursor), key="run_score_chart", width="stretch",
+                    config={"displayModeBar": False})
+
+
+# ----------------------------------------------------------------------------- the step list
+
+def _render_prompts(r: StepRecord) -> None:
+    """Each model call's exact prompt and raw output; the Critic's too when it is not among them."""
+    critic_logged = any(c.purpose == "critic" for c in r.llm_calls)
+    if not r.llm_calls and not (r.critic and r.critic.prompt):
+        st.caption("No model call at this step.")
+    for i, c in enumerate(r.llm_calls, 1):
+        st.markdown(f"**{i}. {c.purpose}** · {c.backend} `{c.model}` · {c.latency_s:.1f} s · "
+                    f"{c.prompt_tokens} prompt + {c.completion_tokens} output tokens")
+        st.caption("Prompt (exactly as sent)")
+        st.code(c.prompt, language=None, wrap_lines=True, height=220)
+        st.caption("Raw output" if not c.error else "Error")
+        st.code(c.output if not c.error else c.error, language=None, wrap_lines=True)
+    if r.critic and r.critic.prompt and not critic_logged:
+        st.markdown(f"**Critic** · {r.critic.latency_s:.1f} s")
+        render_critic_raw(r.critic)
+
+
+def render_step_detail(header: EpisodeHeader, r: StepRecord) -> None:
+    """One step in full: the switch and its evidence, self-reflection, notes, then tabs for the raw parts."""
+    st.markdown(f"**Action** `{r.action}` by {actor_label(r.system)} → room *{r.room or '?'}*, score "
+                f"{r.score:g} ({r.reward:+g}){' · done' if r.done else ''}")
+    st.text(clip(r.observation, 600))
+    if r.trigger:
+        st.markdown(f"⚡ **Switch: {r.trigger.name}** ({r.trigger.rule})")
+        if r.trigger.evidence:
+            st.caption("Evidence: " + clip(json.dumps(r.trigger.evidence, default=str), 300))
+    for c in r.llm_calls:
+        if c.error:
+            st.error(f"LLM call {c.purpose} failed: {c.error}")
+    render_srm_detail(header, r)
+    if r.notes:
+        st.markdown("**Notes from the agent:**\n" + "\n".join(f"- {n}" for n in r.notes))
+    if r.memories_written or r.retrievals:
+        st.caption(f"Memory: {len(r.memories_written)} written, {len(r.retrievals)} retrieval(s) at this step "
+                   f"(details on the Memory explorer page).")
+    if r.timings:
+        st.caption("Time: " + ", ".join(f"{k} {v:.2f} s" for k, v in r.timings.items()))
+    tabs = st.tabs(["Swift candidates", "Prompts & raw outputs", "Full record (JSON)"])
+    with tabs[0]:
+        if r.swift_candidates:
+            st.caption(f"Swift's ranked guesses (log-probability; higher is surer). Unconstrained top-1: "
+                       f"`{r.swift_top1}`.")
+            st.dataframe([{"action": c.action, "log-prob": c.score, "valid": c.valid} for c in r.swift_candidates],
+                         hide_index=True, width="stretch")
+            if r.swift_valid_ranked:
+                st.caption("Best valid actions: " + ", ".join(f"`{c.action}`" for c in r.swift_valid_ranked[:5]))
+        else:
+            st.caption("Swift was not asked at this step (the action came from the buffer).")
+    with tabs[1]:
+        _render_prompts(r)
+    with tabs[2]:
+        st.json(dataclasses.asdict(r), expanded=1)
+
+
+def render_step_list(header: EpisodeHeader, records: list[StepRecord], t: int, *, key: str) -> None:
+    """Steps 1..t, newest first, each in an expander."""
+    st.markdown("**Steps**")
+    st.caption(WHAT["steps"])
+    if t <= 0 or not records:
+        st.caption("No steps yet.")
+        return
+    shown = list(reversed(records[:t]))
+    if len(shown) > LIST_PAGE and not st.toggle(f"Show all {len(shown)} steps", key=f"{key}_all"):
+        shown = shown[:LIST_PAGE]
+    for r in shown:
+        with st.expander(step_summary(r), expanded=False):
+            render_step_detail(header, r)
+
+
+# ----------------------------------------------------------------------------- the whole step
+
+def render_episode(header: EpisodeHeader, records: list[StepRecord], t: int, summary: EpisodeSummary | None, *,
+                   recorded: bool, next_hint: str | None = None) -> None:
+    """Everything about step t of an episode, from its records only (live and recorded views share it)."""
+    cursor = t if recorded else None  # a dotted line marks the replayed step on both charts
+    render_header(header, records, t, total=len(records) if recorded else None, next_hint=next_hint)
+    render_alerts(header, records, t, summary)
+    render_observation(header, records, t)
+    render_srm(header, records, t)
+    render_timeline(header, records, t, cursor=cursor)
+    left, right = st.columns(2)
+    with left:
+        render_plan(header, records, t)
+    with right:
+        render_buffer(header, records, t)
+    render_score(header, records, t, cursor=cursor)
+    render_step_list(header, records, t, key="run_list_rec" if recorded else "run_list_live")
