@@ -28,6 +28,10 @@ ARTICLES = re.compile(r"\b(the|a|an|some)\b\s*")
 _PREFIX = re.compile(r"^\s*(?:action|step|command)\s*\d*\s*[:.)-]\s*", re.I)
 _NUMBERING = re.compile(r"^\s*(?:[-*•>]+|\d+\s*[.):])\s*")
 _ARROW = re.compile(r"\s*-+>.*$", re.S)
+_COMMENT = re.compile(r"^\s*\([^()]*\)\s*|\s*\([^()]*\)\s*$")
+# words that name no particular object: leaving them out of a repaired action loses nothing
+GENERIC_WORDS = frozenset({"door", "room", "area", "thing", "object", "the", "a", "an", "some", "of", "to", "in",
+                           "on", "into", "onto", "with", "from", "at"})
 
 
 def action_key(action: str) -> str:
@@ -44,7 +48,8 @@ def strip_decorations(text: str) -> tuple[str, list[str]]:
     """Remove what LLMs wrap around a command; returns (command, kinds removed).
 
     kinds: "prefix" (a leading "Action 3:" / "1." / "- "), "arrow" (a trailing "--> expected observation"),
-    "punctuation" (quotes, backticks, a trailing period), "spacing" (runs of whitespace)."""
+    "punctuation" (quotes, backticks, a trailing period), "comment" (a parenthesised remark before or after),
+    "spacing" (runs of whitespace)."""
     kinds: list[str] = []
     s = text or ""
     cut = _ARROW.sub("", s)
@@ -61,6 +66,11 @@ def strip_decorations(text: str) -> tuple[str, list[str]]:
     if stripped != s.strip():
         kinds.append("punctuation")
     s = stripped
+    # "(reward +0)", "(to get water)": a comment in parentheses before or after the command
+    cut = _COMMENT.sub("", s).strip()
+    if cut != s and cut:
+        kinds.append("comment")
+        s = cut.strip("\"'`*").strip()
     single = " ".join(s.split())
     if single != s:
         kinds.append("spacing")
@@ -133,3 +143,12 @@ def self_referential(action: str) -> bool:
     never a target for mapping or repair."""
     m = _SELF_REF.match(canonical(action))
     return bool(m) and m.group(1) == m.group(2)
+
+
+def names_everything(proposed: str, candidate: str) -> bool:
+    """Does `candidate` name every object word of `proposed`? A mapping may add detail ("wood cup" ->
+    "red paint in wood cup") but never swap or lose an object ("glass cup" -> "wood cup", "in bowl" -> "into
+    art studio"). Generic words ("door", "the", "in") do not count."""
+    want = set(re.findall(r"[a-z0-9]+", argument_of(normalize(proposed)))) - GENERIC_WORDS
+    have = set(re.findall(r"[a-z0-9]+", canonical(candidate)))
+    return want <= have

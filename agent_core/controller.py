@@ -120,7 +120,7 @@ class AgentState:
     critic_calls: int = 0
     last_critic_step: int | None = None
     critic_backoff_until: int = 0
-    menu_tried: dict[str, list[int]] = field(default_factory=dict)  # request key -> menu options sent
+    menu_tried: dict[str, list[int]] = field(default_factory=dict)  # a menu's options -> the numbers sent
 
 
 @dataclass
@@ -262,8 +262,9 @@ class Agent:
     # ------------------------------------------------------------ parts of one step
     def _gate_ctx(self, valid: Sequence[str], step: int) -> GateContext:
         st, ss = self.state, self.state.swift_state
+        live = step <= st.avoid_until  # a stagnation report's list and constraints still bind
         return GateContext(valid=valid, look=ss.look, inventory=ss.inventory, focus_done=st.focus_done,
-                           focus_limit=self._focus_limit, avoid=st.avoid if step <= st.avoid_until else (),
+                           focus_limit=self._focus_limit, avoid=st.avoid if live else (), no_focus=live and bool(st.avoid),
                            embedder=_LazyEmbedder(lambda: self.embedder))
 
     def _sage_context(self, trigger: Trigger | None, prop: SwiftProposal | None, action: str | None) -> SageContext:
@@ -357,8 +358,8 @@ class Agent:
         ranked = [prop.action] + [a for a, _s in prop.valid_ranked if a != prop.action]
         if srm.enabled:
             swift_action, dropped = None, []
-            for cand in ranked[: srm.gate1_max_swift_tries]:
-                d = self.gate.check(cand, "swift", self._gate_ctx(valid, w.step))
+            for i, cand in enumerate(ranked[: srm.gate1_max_swift_tries]):
+                d = self.gate.check(cand, "swift", self._gate_ctx(valid, w.step), fallback=i > 0)
                 w.gate1.append(d)
                 if d.decision != DROP:
                     swift_action = d.result
@@ -384,7 +385,7 @@ class Agent:
         # SRM dropped every Swift candidate it tried and Sage gave nothing: the next admissible one, else look
         checked = {d.proposed for d in w.gate1 if d.source == "swift"}
         for cand in [c for c in ranked if c not in checked]:
-            d = self.gate.check(cand, "swift", self._gate_ctx(valid, w.step))
+            d = self.gate.check(cand, "swift", self._gate_ctx(valid, w.step), fallback=True)
             w.gate1.append(d)
             if d.decision != DROP:
                 return d.result, "swift"
@@ -397,7 +398,8 @@ class Agent:
         options = self.last.menu
         request = st.swift_state.history[-1].action if st.swift_state.history else ""
         if self.cfg.srm.enabled:
-            tried = st.menu_tried.setdefault(action_key(request), [])
+            # the same menu (same options) coming back means the last answer led nowhere: try another option
+            tried = st.menu_tried.setdefault("|".join(sorted(options)), [])
             i, why = menu_choice(request, options, tried, task=st.swift_state.task_description)
             if i >= 0:
                 tried.append(i)

@@ -1,6 +1,7 @@
 """Swift alone vs Swift + Gate-1 + the stagnation detector (SRM without its Critic), no LLM anywhere.
 
     .venv/bin/python benchmarks/srm_swift.py --variant swift --workers 2        # Swift alone, no loop guard
+    .venv/bin/python benchmarks/srm_swift.py --variant swift-loop-guard          # Swift alone + its loop guard
     .venv/bin/python benchmarks/srm_swift.py --variant swift-srm --workers 2    # + Gate-1, stagnation, loop guard
 
 Both run the agent's own loop (agent_core.controller.Agent) with Sage switched off
@@ -29,6 +30,8 @@ from agent_core.env import catalog  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 VARIANTS = {
     "swift": {"controller.sage_enabled": False},
+    # Swift alone with its loop guard (the guard is part of SRM in the agent; here on its own)
+    "swift-loop-guard": {"controller.sage_enabled": False},
     "swift-srm": {"controller.sage_enabled": False, "srm.enabled": True, "srm.critic_enabled": False},
 }
 
@@ -61,6 +64,7 @@ def worker(jobs: list[tuple[str, int]], args, out_q) -> None:
     cfg = apply_overrides(preset("baseline"), {**VARIANTS[args.variant], "env.step_limit": args.step_limit})
     cfg.preset = args.variant
     swift = load_swift(cfg)
+    swift.loop_guard = args.variant == "swift-loop-guard"
     runs = Path(tempfile.mkdtemp(prefix="srm_swift_"))
     agent = Agent(cfg, swift, ScriptedBackend([]), runs_dir=runs)  # no LLM: any call would fail loudly
     for task, var in jobs:

@@ -233,3 +233,30 @@ def test_timeline_figure_puts_each_kind_in_its_own_lane():
     assert ys["⚡ switch to Sage"] < ys["Gate-1 drop"] < ys["stagnation report"] < ys["Critic called"]
     fig = timeline_figure(_srm_steps()[:1], mechanisms=["swift", "sage"])
     assert [t.type for t in fig.data] == ["bar"] and list(fig.layout.yaxis.ticktext) == ["acted", "switch"]
+
+
+def test_a_real_srm_episode_renders_its_panels(monkeypatch, tmp_path, sw_env):
+    """A trace recorded by the real agent (srm preset) in the real ScienceWorld: a looping Swift, a stagnation
+    report, a Critic call (scripted LLM) whose actions pass Gate-1 and run from the buffer."""
+    from agent_core.controller import Agent, ScriptedSwift
+    from agent_core.env import catalog
+    from agent_core.llm import ScriptedBackend
+
+    critic = ("DIAGNOSIS: The agent keeps looking at the sink.\nCOURSE_CORRECTION: Go to the kitchen.\n"
+              "ACTIONS:\n1. Action 1: teleport to kitchen --> you are in the kitchen\n2. focus on the sink\n")
+    llm = ScriptedBackend(lambda p: critic if "You are the Critic" in p else "Q1: a pot" if "Q1" in p else "wait1")
+    agent = Agent(preset("srm"), ScriptedSwift(lambda s, v: "look at sink"), llm, env=sw_env,
+                  runs_dir=tmp_path / "runs")
+    agent.start("boil", catalog().get("boil").test[0], split="test")
+    recs = [agent.step() for _ in range(7)]
+    agent.finish("stopped")
+    at = _open(monkeypatch, tmp_path, agent.trace_path)
+    _goto(at, 5)  # the stagnation report
+    assert "REPEAT_ACTION_2_NO_EFFECT" in _md(at) and "gave the same observation" in _md(at)
+    assert "look at sink" in _md(at)  # among the actions to avoid
+    step = next(r.step for r in recs if r.critic)
+    _goto(at, step)
+    md = _md(at)
+    assert "The agent keeps looking at the sink." in md and "1 of 3 calls used (2 left)" in _captions(at)
+    assert "REPAIR_PREFIX" in md and "CRITIC_NO_FOCUS" in md and "teleport to kitchen" in md
+    assert "a leading label such as 'Action 3:' was removed" in md

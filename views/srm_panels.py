@@ -11,6 +11,7 @@ from typing import Any
 
 import streamlit as st
 
+from agent_core.actions import action_key, strip_decorations
 from agent_core.palette import GATE1_COLORS, STAGNATION_COLOR
 from agent_core.trace import CriticCall, EpisodeHeader, Gate1Decision, MenuChoice, StagnationReport, StepRecord
 from views.common import (SRM_MECHANISMS, WHAT, actor_color, chip, code, episode_mechanisms, esc, plural,
@@ -43,6 +44,10 @@ MODE_WORDS = {"SAME_OBS": "the same observation came back {0} times",
 
 
 # ----------------------------------------------------------------------------- words from records
+
+def _key(action: str) -> str:
+    return action_key(strip_decorations(action)[0])
+
 
 def srm_on(header: EpisodeHeader) -> list[str]:
     """The SRM mechanisms that ran in this episode, in display order."""
@@ -203,8 +208,10 @@ def critic_action_lines(c: CriticCall, decisions: list[Gate1Decision]) -> list[s
             lines.append(f"{code(a)} {chip('DROP', GATE1_COLORS['DROP'])} {esc(g.detail or g.reason)}")
         elif g is not None and g.result and g.result != a:
             lines.append(f"{code(a)} {chip(g.decision, GATE1_COLORS.get(g.decision, '#7f7f7f'))} → {code(g.result)}")
-        elif a in c.admitted or (g is not None and g.decision == "ACCEPT"):
+        elif g is not None and g.decision == "ACCEPT":
             lines.append(f"{code(a)} ✓ admitted")
+        elif _key(a) in {_key(x) for x in c.admitted}:  # later actions: Gate-1 checks them in full at their turn
+            lines.append(f"{code(a)} ✓ admitted (Gate-1 checks it in full when its turn comes)")
         else:
             lines.append(f"{code(a)} ✗ not admitted")
     return lines

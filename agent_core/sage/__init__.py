@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from ..actions import (MOVE_VERBS, action_key, argument_of, canonical, normalize, same_verb_class,
-                       self_referential, strip_decorations, verb_of)
+from ..actions import (MOVE_VERBS, action_key, argument_of, canonical, names_everything, normalize,
+                       same_verb_class, self_referential, strip_decorations, verb_of)
 from ..config import SageConfig
 from ..llm import LLMBackend, LLMError
 from ..trace import ActionMapping, LLMCall
@@ -89,7 +89,8 @@ def parse_actions(text: str, limit: int = 5) -> tuple[list[str], list[str]]:
 
 def map_action(raw: str, valid: Sequence[str], threshold: float, embedder=None) -> ActionMapping:
     """raw -> a valid action: exact (case and spacing aside), then the same normal form (agent_core.actions),
-    then the nearest valid action *with the same verb* by embedding similarity above a threshold.
+    then the nearest valid action *with the same verb* that names every object the raw action names, by
+    embedding similarity above a threshold.
 
     A mapping never changes the command: `pick up axe` may not become `use axe on axe`, and a `focus on`
     is only ever mapped onto a `focus on` of the same object (a wrong focus ends the task)."""
@@ -112,9 +113,11 @@ def map_action(raw: str, valid: Sequence[str], threshold: float, embedder=None) 
     if verb == "focus on":
         return ActionMapping(raw=raw, mapped=None, method="unmapped",
                              reason="'focus on' is only mapped onto the same object")
-    same = [v for v in valid if same_verb_class(verb_of(v), verb) and not self_referential(v)]
+    same = [v for v in valid if same_verb_class(verb_of(v), verb) and not self_referential(v)
+            and names_everything(text, v)]
     if not same:
-        return ActionMapping(raw=raw, mapped=None, method="unmapped", reason=f"no valid action with the verb {verb!r}")
+        return ActionMapping(raw=raw, mapped=None, method="unmapped",
+                             reason=f"no valid action with the verb {verb!r} names all of its objects")
     if embedder is None:
         return ActionMapping(raw=raw, mapped=None, method="unmapped", reason="no embedder for similarity")
     vecs = embedder.encode(list(same))

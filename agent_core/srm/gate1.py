@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from ..actions import (ARTICLES, MOVE_VERBS, action_key, argument_of, canonical, is_focus, normalize,
-                       same_verb_class, self_referential, split_verb, strip_decorations, verb_of)
+                       names_everything, same_verb_class, self_referential, split_verb, strip_decorations,
+                       verb_of)
 from ..config import SRMConfig
 from ..trace import Gate1Decision
 
@@ -27,12 +28,14 @@ REASONS: dict[str, str] = {
     "REPAIR_SPACING": "differed from a valid action only in spacing or punctuation",
     "REPAIR_PREFIX": "a leading label such as 'Action 3:' was removed",
     "REPAIR_ARROW": "a trailing '--> expected observation' was cut off",
+    "REPAIR_COMMENT": "a remark in parentheses, such as '(reward +0)', was removed",
     "REPAIR_ARTICLES": "differed from a valid action only in articles (the, a, an, some)",
     "REPAIR_ALIAS": "a known alias of the same command (go to X = teleport to X, turn on = activate, take = pick up)",
     "REPAIR_NAME": "the object's one-letter label (as in 'unknown substance U') is left out of the game's valid-action "
                    "names; same object",
     "REPAIR_TYPO": "a small typo: within a few character edits of exactly one valid action with the same verb",
-    "REPAIR_NEAREST": "the most similar valid action with the same verb (an LLM's wording, not a new command)",
+    "REPAIR_NEAREST": "the most similar valid action with the same verb that names every object the action names "
+                      "(an LLM's wording, not a new command)",
     "NOT_IN_VALID_ACTIONS": "not a valid action in the current state, and no small, safe repair makes it one",
     "NO_VERB": "no known command verb: it cannot be checked or repaired safely",
     "FOCUS_TARGET_NOT_VISIBLE": "'focus on' an object that is neither in the room nor in the inventory",
@@ -43,12 +46,14 @@ REASONS: dict[str, str] = {
     "NO_OP_ALREADY_INACTIVE": "deactivating something that is already off (it would change nothing)",
     "STAGNATION_AVOID": "the stagnation report says to avoid this action for now",
     "CRITIC_NO_FOCUS": "the Critic may not 'focus on' anything (its constraints): a stuck agent is not sure",
+    "CONSTRAINT_NO_FOCUS": "no 'focus on' while a stagnation report's constraints bind: a stuck agent is not sure",
+    "FALLBACK_FOCUS": "a 'focus on' is never taken as a fallback after Swift's own first choice was dropped",
     "EMPTY": "an empty action",
     "MENU_CHOICE": "an answer to ScienceWorld's numbered ambiguity menu",
     "MENU_CANCEL": "the ambiguity menu was cancelled (a blank answer) rather than guessing a 'focus on' target",
 }
-REPAIR_KIND = {"prefix": "REPAIR_PREFIX", "arrow": "REPAIR_ARROW", "punctuation": "REPAIR_SPACING",
-               "spacing": "REPAIR_SPACING"}
+REPAIR_KIND = {"prefix": "REPAIR_PREFIX", "arrow": "REPAIR_ARROW", "comment": "REPAIR_COMMENT",
+               "punctuation": "REPAIR_SPACING", "spacing": "REPAIR_SPACING"}
 
 
 @dataclass
@@ -60,7 +65,8 @@ class GateContext:
     inventory: str = ""
     focus_done: int = 0  # `focus on` actions taken so far in this episode
     focus_limit: int | None = None  # the task's (from train gold paths); None = unknown, not checked
-    avoid: Sequence[str] = ()  # a live stagnation report's actions to avoid (Swift only)
+    avoid: Sequence[str] = ()  # a live stagnation report's actions to avoid (Swift and Sage)
+    no_focus: bool = False  # a live stagnation report's constraint: no `focus on` now (Swift and Sage)
     embedder: object | None = None  # for REPAIR_NEAREST; None disables it
     _by_key: dict[str, str] = field(default_factory=dict, repr=False)
     _by_norm: dict[str, str] = field(default_factory=dict, repr=False)
@@ -136,7 +142,9 @@ class Gate1:
     def __init__(self, cfg: SRMConfig | None = None):
         self.cfg = cfg or SRMConfig()
 
-    def check(self, proposed: str, source: str, ctx: GateContext) -> Gate1Decision:
+    def check(self, proposed: str, source: str, ctx: GateContext, fallback: bool = False) -> Gate1Decision:
+        """Gate-1 on one action. `fallback`: a lower-ranked Swift candidate tried because a better one was
+        dropped (it may not be a `focus on`: a wrong focus ends the task, and Swift did not choose it)."""
         def out(decision: str, reason: str, result: str | None = None, detail: str = "",
                 similarity: float | None = None) -> Gate1Decision:
             return Gate1Decision(source=source, proposed=proposed, decision=decision, result=result, reason=reason,
@@ -150,6 +158,10 @@ class Gate1:
         # --- checks on what the action means (reference order: focus count, focus target, no-op)
         if is_focus(text):
             target = argument_of(text)
+            if fallback:
+                return out(DROP, "FALLBACK_FOCUS")
+            if ctx.no_focus and source in ("swift", "sage"):
+                return out(DROP, "CONSTRAINT_NO_FOCUS")
             if ctx.focus_limit is not None and ctx.focus_done >= ctx.focus_limit:
                 return out(DROP, "FOCUS_LIMIT", detail=f"this task takes {ctx.focus_limit} 'focus on' action(s) "
                                                        f"and {ctx.focus_done} were already taken")
@@ -195,7 +207,8 @@ class Gate1:
                ctx: GateContext) -> tuple[str | None, str, float | None]:
         """(valid action, reason code, similarity) or (None, drop reason, None)."""
         valid_set = set(ctx.valid)
-        deco = next((REPAIR_KIND[k] for k in ("prefix", "arrow", "punctuation", "spacing") if k in kinds), None)
+        deco = next((REPAIR_KIND[k] for k in ("prefix", "arrow", "comment", "punctuation", "spacing") if k in kinds),
+                    None)
         if text in valid_set:
             return text, deco or "VALID", None
         hit = ctx.by_key().get(action_key(text))
@@ -224,6 +237,7 @@ class Gate1:
         near = [v for v in same if _edit_distance(normalize(v), norm, cap) <= cap]
         if len({action_key(v) for v in near}) == 1:
             return near[0], "REPAIR_TYPO", None
+        same = [v for v in same if names_everything(text, v)]
         if source in ("sage", "critic") and ctx.embedder is not None and same:
             vecs = ctx.embedder.encode(list(same))
             q = ctx.embedder.encode([canonical(text)])[0]
@@ -255,8 +269,8 @@ def _label_dropped_impl(text: str, verb: str, ctx: GateContext) -> str | None:
 
 def menu_choice(request: str, options: Sequence[str], tried: Sequence[int] = (), task: str = "") -> tuple[int, str]:
     """Gate-1's answer to an ambiguity menu: the option whose words best match the request, preferring
-    options not yet tried for the same request (so a loop of the same request walks through the options
-    instead of taking option 0 forever). A `focus on` request is scored against the task description too,
+    options not yet tried when the same menu came before (so a loop through the same menu walks through the
+    options instead of taking option 0 forever). A `focus on` request is scored against the task description too,
     and when no option is clearly best the menu is cancelled (-1): a wrong focus ends the task, so Gate-1
     never guesses one. Returns (index or -1, why)."""
     focus = is_focus(request)
@@ -267,7 +281,7 @@ def menu_choice(request: str, options: Sequence[str], tried: Sequence[int] = (),
                     f"cancelled rather than guessing a focus target")
     i = scored[0][2]
     why = (f"option {i} ('{options[i]}') shares the most words with '{request}'" if not scored[0][0] else
-           f"every option was tried before for '{request}'; option {i} again")
+           f"every option of this menu was tried before; option {i} again")
     if tried and i not in tried:
-        why += f"; options {sorted(set(tried))} were already tried for the same request"
+        why += f"; options {sorted(set(tried))} were already tried when this menu came before"
     return i, why

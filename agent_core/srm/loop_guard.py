@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Sequence
 
+from ..actions import is_focus
 from ..config import SRMConfig
 from ..swift.format import HistoryStep
 from ..swift.model import SwiftProposal
@@ -43,6 +44,7 @@ def apply_loop_guard(proposal: SwiftProposal, history: Sequence[HistoryStep], st
     if reason is None:
         return proposal
     for alt, _score in proposal.valid_ranked:
-        if alt != proposal.action and loop_reason(alt, history, streak) is None:
+        # never a `focus on` in place of Swift's own choice: a wrong focus ends the task
+        if alt != proposal.action and not is_focus(alt) and loop_reason(alt, history, streak) is None:
             return replace(proposal, action=alt, guard=f"{reason}; took '{alt}' instead")
     return replace(proposal, guard=f"{reason}; no other ranked valid action, kept it")
