@@ -145,10 +145,32 @@ def self_referential(action: str) -> bool:
     return bool(m) and m.group(1) == m.group(2)
 
 
-def names_everything(proposed: str, candidate: str) -> bool:
-    """Does `candidate` name every object word of `proposed`? A mapping may add detail ("wood cup" ->
-    "red paint in wood cup") but never swap or lose an object ("glass cup" -> "wood cup", "in bowl" -> "into
-    art studio"). Generic words ("door", "the", "in") do not count."""
+def names_everything(proposed: str, candidate: str, context: str = "") -> bool:
+    """Does `candidate` name every object word of `proposed`? A mapping may add detail ("cup" -> "cup
+    containing red paint") but never swap or lose an object ("glass cup" -> "cup containing red paint" when
+    the red paint is in the wood cup; "in bowl" -> "into art studio"). Generic words ("door", "the", "in") do
+    not count, and neither does a word of the room's own description of the candidate's object: the game's
+    action names leave out materials ("pick up wood cup" -> "pick up cup containing yellow paint" when the
+    room shows "a wood cup (containing yellow paint)")."""
     want = set(re.findall(r"[a-z0-9]+", argument_of(normalize(proposed)))) - GENERIC_WORDS
     have = set(re.findall(r"[a-z0-9]+", canonical(candidate)))
-    return want <= have
+    missing = want - have
+    if not missing:
+        return True
+    # the room's description of the candidate's object: the clause sharing the most words with it
+    best, best_n = set(), 0
+    for clause in re.split(r"[\n.,:;]", (context or "").lower()):
+        words = set(re.findall(r"[a-z0-9]+", clause))
+        n = len(words & (have - GENERIC_WORDS))
+        if n > best_n:
+            best, best_n = words, n
+    return best_n > 0 and missing <= best
+
+
+def changes_command(raw: str, mapped: str) -> bool:
+    """Would running `mapped` for `raw` change the command: another verb, or another object of a `focus on`?
+    (The audit of mappings and repairs in recorded traces; Gate-1 and map_action never do either.)"""
+    raw_verb, new_verb = verb_of(strip_decorations(raw)[0]), verb_of(mapped)
+    if not same_verb_class(raw_verb, new_verb):
+        return True
+    return raw_verb == "focus on" and argument_of(normalize(raw)) != argument_of(normalize(mapped))

@@ -302,7 +302,9 @@ class Agent:
                 w.drops += 1
                 w.notes.append(f"Gate-1 dropped buffered action {item.text!r}: {d.detail}")
             else:
-                m = map_action(item.text, valid, self.cfg.sage.map_similarity_threshold, self.embedder)
+                ss = st.swift_state
+                m = map_action(item.text, valid, self.cfg.sage.map_similarity_threshold, self.embedder,
+                               context=ss.look + "\n" + ss.inventory)
                 w.mappings.append(m)
                 if m.mapped is not None:
                     return m.mapped, item.source

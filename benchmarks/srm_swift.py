@@ -16,16 +16,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import tempfile
-import time
 from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere
 
-from agent_core.env import catalog  # noqa: E402
+from benchmarks.episode_pool import add_episode_args, episode_jobs, macro_scores, run_pool, serve_jobs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 VARIANTS = {
@@ -67,60 +65,22 @@ def worker(jobs: list[tuple[str, int]], args, out_q) -> None:
     swift.loop_guard = args.variant == "swift-loop-guard"
     runs = Path(tempfile.mkdtemp(prefix="srm_swift_"))
     agent = Agent(cfg, swift, ScriptedBackend([]), runs_dir=runs)  # no LLM: any call would fail loudly
-    for task, var in jobs:
-        try:
-            out_q.put(run_episode(agent, task, var))
-        except Exception as e:  # noqa: BLE001 - reported, the benchmark goes on
-            out_q.put({"task": task, "variation": var, "error": f"{type(e).__name__}: {e}"})
-    agent.close()
-    out_q.put(None)
+    try:
+        serve_jobs(jobs, lambda task, var: run_episode(agent, task, var), out_q)
+    finally:
+        agent.close()
 
 
 def main() -> None:
-    import multiprocessing as mp
-
     ap = argparse.ArgumentParser()
     ap.add_argument("--variant", choices=list(VARIANTS), required=True)
-    ap.add_argument("--variations", type=int, default=3, help="first N test variations of each task")
-    ap.add_argument("--step-limit", type=int, default=100)
-    ap.add_argument("--tasks", nargs="*", default=None)
-    ap.add_argument("--workers", type=int, default=2)
+    add_episode_args(ap)
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
-    cat = catalog()
-    tasks = [cat.get(t) for t in args.tasks] if args.tasks else cat.tasks
-    jobs = [(t.name, v) for t in tasks for v in t.test[: args.variations]]
-    ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    procs = [ctx.Process(target=worker, args=(jobs[i::args.workers], args, q)) for i in range(args.workers)]
-    t0 = time.time()
-    for p in procs:
-        p.start()
-    results, finished = [], 0
-    while finished < len(procs):
-        r = q.get()
-        if r is None:
-            finished += 1
-            continue
-        results.append(r)
-        msg = f"ERROR {r['error']}" if "error" in r else f"final {r['raw_final']:g} in {r['steps']} steps"
-        print(f"  [{len(results)}/{len(jobs)}] {r['task']} v{r['variation']}: {msg}", flush=True)
-    for p in procs:
-        p.join()
+    tasks, jobs = episode_jobs(args)
+    results, wall = run_pool(worker, jobs, args, args.workers)
     ok = [r for r in results if "error" not in r]
-    per_task: dict[str, list[dict]] = {}
-    for r in ok:
-        per_task.setdefault(r["task"], []).append(r)
-    finals, succs, steps_succ = [], [], []
-    for t in tasks:
-        rs = per_task.get(t.name, [])
-        if not rs:
-            continue
-        finals.append(statistics.mean(r["final"] for r in rs))
-        succs.append(statistics.mean(r["success"] for r in rs))
-        ss = [r["steps"] for r in rs if r["success"]]
-        if ss:
-            steps_succ.append(statistics.mean(ss))
+    scores = macro_scores(tasks, results, table=False)
     gate = Counter()
     reports = Counter()
     for r in ok:
@@ -128,16 +88,11 @@ def main() -> None:
         reports.update(r["reports"])
     lat = sorted(x for r in ok for x in r["latencies"] if x)
     summary = {
-        "variant": args.variant, "overrides": VARIANTS[args.variant], "episodes": len(ok),
-        "errors": len(results) - len(ok), "tasks": len(finals),
-        "final_macro": statistics.mean(finals) if finals else 0.0,
-        "success_macro": statistics.mean(succs) if succs else 0.0,
-        "successes": sum(r["success"] for r in ok), "ended_at_minus_100": sum(r["raw_final"] <= -100 for r in ok),
-        "steps_at_success": statistics.mean(steps_succ) if steps_succ else None,
+        "variant": args.variant, "overrides": VARIANTS[args.variant], **scores,
         "gate1_by_reason": dict(gate.most_common()), "reports_by_mode": dict(reports.most_common()),
         "menus_answered": sum(r["menus"] for r in ok), "steps_total": sum(r["steps"] for r in ok),
         "swift_latency_p50_ms": 1e3 * lat[len(lat) // 2] if lat else None,
-        "wall_minutes": (time.time() - t0) / 60, "variations_per_task": args.variations,
+        "wall_minutes": wall, "variations_per_task": args.variations,
         "step_limit": args.step_limit,
     }
     print(f"\n{args.variant}: {summary['tasks']} tasks, {summary['episodes']} episodes: Final "

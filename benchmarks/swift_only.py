@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -20,8 +19,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere
 
 from agent_core.config import SRMConfig, SwiftConfig  # noqa: E402
-from agent_core.env import ScienceWorld, catalog  # noqa: E402
+from agent_core.env import ScienceWorld  # noqa: E402
 from agent_core.swift.format import HistoryStep, SwiftState  # noqa: E402
+from benchmarks.episode_pool import add_episode_args, episode_jobs, macro_scores, run_pool, serve_jobs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -59,80 +59,32 @@ def worker(jobs: list[tuple[str, int]], args, out_q) -> None:
                        loop_guard_streak=SRMConfig().loop_guard_streak)
     env = ScienceWorld()
     env.cfg.step_limit = args.step_limit
-    for task, var in jobs:
-        try:
-            out_q.put(run_episode(env, swift, task, var))
-        except Exception as e:  # noqa: BLE001 - reported, the benchmark goes on
-            out_q.put({"task": task, "variation": var, "error": f"{type(e).__name__}: {e}"})
-    env.close()
-    out_q.put(None)
+    try:
+        serve_jobs(jobs, lambda task, var: run_episode(env, swift, task, var), out_q)
+    finally:
+        env.close()
 
 
 def main() -> None:
-    import multiprocessing as mp
-
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default=str(ROOT / "assets" / "swift" / "model"))
-    ap.add_argument("--variations", type=int, default=3, help="first N test variations of each task")
-    ap.add_argument("--step-limit", type=int, default=100)
-    ap.add_argument("--tasks", nargs="*", default=None)
-    ap.add_argument("--workers", type=int, default=2)
+    add_episode_args(ap)
     sc = SwiftConfig()
     ap.add_argument("--k", type=int, default=sc.history_k, help="history window (SPEC.md: 10)")
     ap.add_argument("--n", type=int, default=sc.num_candidates, help="beam candidates")
     ap.add_argument("--no-loop-guard", action="store_true", help="take Swift's best valid action even in a loop")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "swift_only.json"))
     args = ap.parse_args()
-    cat = catalog()
-    tasks = [cat.get(t) for t in args.tasks] if args.tasks else cat.tasks
-    jobs = [(t.name, v) for t in tasks for v in t.test[: args.variations]]
-    ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    procs = [ctx.Process(target=worker, args=(jobs[i::args.workers], args, q)) for i in range(args.workers)]
-    t0 = time.time()
-    for p in procs:
-        p.start()
-    results, finished = [], 0
-    while finished < len(procs):
-        r = q.get()
-        if r is None:
-            finished += 1
-            continue
-        results.append(r)
-        if "error" in r:
-            print(f"  {r['task']} v{r['variation']}: ERROR {r['error']}", flush=True)
-        else:
-            print(f"  [{len(results)}/{len(jobs)}] {r['task']} v{r['variation']}: final {r['raw_final']:g} in "
-                  f"{r['steps']} steps", flush=True)
-    for p in procs:
-        p.join()
+    tasks, jobs = episode_jobs(args)
+    results, wall = run_pool(worker, jobs, args, args.workers)
     ok = [r for r in results if "error" not in r]
-    per_task: dict[str, list[dict]] = {}
-    for r in ok:
-        per_task.setdefault(r["task"], []).append(r)
-    print(f"\n{'task':52s} {'final':>6s} {'succ':>5s} {'steps@succ':>10s}")
-    finals, succs, steps_succ = [], [], []
-    for t in tasks:
-        rs = per_task.get(t.name, [])
-        if not rs:
-            continue
-        f = statistics.mean(r["final"] for r in rs)
-        s = statistics.mean(r["success"] for r in rs)
-        ss = [r["steps"] for r in rs if r["success"]]
-        finals.append(f)
-        succs.append(s)
-        if ss:
-            steps_succ.append(statistics.mean(ss))
-        print(f"{t.index:2d} {t.name:49s} {f:6.1f} {s:5.0%} {statistics.mean(ss) if ss else float('nan'):10.1f}")
+    scores = macro_scores(tasks, results)
     lat = sorted(x for r in ok for x in r["latencies"])
     summary = {
-        "episodes": len(ok), "errors": len(results) - len(ok), "tasks": len(finals),
-        "final_macro": statistics.mean(finals) if finals else 0.0,
-        "success_macro": statistics.mean(succs) if succs else 0.0,
-        "steps_at_success": statistics.mean(steps_succ) if steps_succ else None,
+        **scores,
         "latency_p50_ms": 1e3 * lat[len(lat) // 2] if lat else None,
         "latency_p95_ms": 1e3 * lat[int(0.95 * (len(lat) - 1))] if lat else None,
-        "wall_minutes": (time.time() - t0) / 60, "model": args.model, "variations_per_task": args.variations,
+        "wall_minutes": wall, "model": args.model, "variations_per_task": args.variations,
         "step_limit": args.step_limit, "loop_guard": not args.no_loop_guard,
         "loop_guard_interventions": sum(r.get("loop_guard_interventions", 0) for r in ok),
         "steps_total": sum(r["steps"] for r in ok),

@@ -142,3 +142,23 @@ def test_ambiguity_menu_is_parsed_and_answered_deliberately(sw_env):
     second, why2 = menu_choice("look at paint", obs.menu, tried=[first])
     assert second != first and "already tried" in why2
     assert sw_env.step(str(i)).text.strip() == "blue paint"
+
+
+def test_no_shipped_trace_changes_a_command():
+    """Every mapping and Gate-1 repair in the recorded example episodes keeps the verb (and a focus's object)."""
+    from pathlib import Path
+
+    from agent_core.actions import changes_command
+    from agent_core.trace import list_traces, read_episode
+
+    traces = list_traces(Path(__file__).resolve().parent.parent / "assets" / "episodes")
+    assert traces
+    pairs = []
+    for p in traces:
+        for s in read_episode(p).steps:
+            pairs += [(m.raw, m.mapped) for m in s.mappings if m.mapped]
+            pairs += [(g.proposed, g.result) for g in s.gate1 if g.decision == "REPAIR"]
+    assert len(pairs) > 20
+    assert [(r, m) for r, m in pairs if changes_command(r, m)] == []
+    assert changes_command("pick up axe", "use axe on axe") and changes_command("focus on a", "focus on b")
+    assert not changes_command("Action 1: go to kitchen --> ok", "teleport to kitchen")

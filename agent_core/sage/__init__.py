@@ -87,13 +87,14 @@ def parse_actions(text: str, limit: int = 5) -> tuple[list[str], list[str]]:
 
 # ------------------------------------------------------------------ mapping onto valid actions
 
-def map_action(raw: str, valid: Sequence[str], threshold: float, embedder=None) -> ActionMapping:
+def map_action(raw: str, valid: Sequence[str], threshold: float, embedder=None, context: str = "") -> ActionMapping:
     """raw -> a valid action: exact (case and spacing aside), then the same normal form (agent_core.actions),
     then the nearest valid action *with the same verb* that names every object the raw action names, by
     embedding similarity above a threshold.
 
     A mapping never changes the command: `pick up axe` may not become `use axe on axe`, and a `focus on`
-    is only ever mapped onto a `focus on` of the same object (a wrong focus ends the task)."""
+    is only ever mapped onto a `focus on` of the same object (a wrong focus ends the task). `context` (the
+    room and inventory text) lets a mapping drop a material the game leaves out of its action names."""
     text, _kinds = strip_decorations(raw)
     by_key = {action_key(v): v for v in valid}
     if action_key(text) in by_key:
@@ -114,7 +115,7 @@ def map_action(raw: str, valid: Sequence[str], threshold: float, embedder=None) 
         return ActionMapping(raw=raw, mapped=None, method="unmapped",
                              reason="'focus on' is only mapped onto the same object")
     same = [v for v in valid if same_verb_class(verb_of(v), verb) and not self_referential(v)
-            and names_everything(text, v)]
+            and names_everything(text, v, context)]
     if not same:
         return ActionMapping(raw=raw, mapped=None, method="unmapped",
                              reason=f"no valid action with the verb {verb!r} names all of its objects")

@@ -237,7 +237,7 @@ class Gate1:
         near = [v for v in same if _edit_distance(normalize(v), norm, cap) <= cap]
         if len({action_key(v) for v in near}) == 1:
             return near[0], "REPAIR_TYPO", None
-        same = [v for v in same if names_everything(text, v)]
+        same = [v for v in same if names_everything(text, v, ctx.look + "\n" + ctx.inventory)]
         if source in ("sage", "critic") and ctx.embedder is not None and same:
             vecs = ctx.embedder.encode(list(same))
             q = ctx.embedder.encode([canonical(text)])[0]
