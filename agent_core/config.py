@@ -137,6 +137,13 @@ class SRMConfig:
     move_spam_max_states: int = 2  # ... visiting at most this many distinct (room, inventory) states
     repeated_invalid_threshold: int = 3  # INVALID_REPEAT_3: this many invalid actions in the window
     stagnation_refire_steps: int = 3  # no second report within this many steps of the last one
+    # waiting is how processes progress (water heats, plants grow): the same "You decide to wait" is no loop
+    stagnation_ignore_verbs: tuple[str, ...] = ("wait", "wait1")
+    # verbs that only observe: repeating them while a device runs (or a reading is taken) is monitoring
+    observe_verbs: tuple[str, ...] = ("look at", "look in", "read", "use")
+    # observations that say an action changed nothing (REPEAT_VERB counts only such steps, or identical ones)
+    no_effect_phrases: tuple[str, ...] = ("already", "can't", "cannot", "nothing happens", "not possible",
+                                          "No known action", "Unknown action", "doesn't", "is not", "empty")
     # --- the bounded Critic: only on a stagnation report
     critic_enabled: bool = True
     critic_budget: int = 3  # Critic calls per episode (6 in the sensitivity variant)

@@ -63,8 +63,8 @@ def _first_report(records, cfg=SRMConfig()):
 
 @pytest.mark.parametrize("actions, mode", [
     (["xyzzy", "plugh", "frotz", "blorb", "gnusto"], "SAME_OBS_3"),
-    (["look at sink", "look at picture", "wait1", "look at sink", "inventory"], "REPEAT_ACTION_2_NO_EFFECT"),
-    (["wait1", "inventory", "look at sink", "look at picture", "look at bathtub"], "REPEAT_VERB_3_NO_EFFECT"),
+    (["wait1", "look at sink", "look at picture", "look at sink", "inventory"], "REPEAT_ACTION_2_NO_EFFECT"),
+    (["wait1", "inventory", "open bathtub", "open sink", "open picture"], "REPEAT_VERB_3_NO_EFFECT"),
     (["look at sink", "teleport to kitchen", "teleport to bathroom", "teleport to kitchen", "teleport to bathroom"],
      "MOVE_SPAM_4_OF_5"),
     (["xyzzy", "look at sink", "plugh", "look at picture", "frotz"], "INVALID_REPEAT_3"),
@@ -271,7 +271,7 @@ def test_one_real_critic_call_through_the_embedded_model(tmp_path, sw_env):
     from agent_core.config import LLMConfig
     from agent_core.llm import make_backend
 
-    records = _play(tmp_path, sw_env, ["look at sink", "look at picture", "wait1", "look at sink", "inventory"])
+    records = _play(tmp_path, sw_env, ["wait1", "look at sink", "look at picture", "look at sink", "inventory"])
     rep = detect(records, SRMConfig())
     llm = make_backend(LLMConfig(backend="embedded", embedded_model="smollm2-135m", n_ctx=4096, timeout_s=120))
     critic = Critic(llm, SRMConfig())
@@ -284,3 +284,33 @@ def test_one_real_critic_call_through_the_embedded_model(tmp_path, sw_env):
     assert "Stagnation report" in call.prompt and "REPEAT_ACTION_2_NO_EFFECT" in call.prompt
     assert "focus on" not in call.prompt.split("Valid actions you may use")[1].split("Answer in exactly")[0]
     assert isinstance(answer.actions, list)  # a 135M model's answer may be messy: parsed, problems recorded
+
+
+@pytest.mark.slow
+def test_real_swift_on_the_unknown_substance_task_is_not_invalid_by_case(tmp_path, sw_env):
+    """The real Swift (uncased tokenizer) on a task whose object is named with a capital ('unknown substance U'):
+    the invalid trigger fires exactly when Swift's top-1 is not a valid action case and spacing aside."""
+    from agent_core.controller import load_swift
+
+    cfg = preset("baseline")
+    agent = Agent(cfg, load_swift(cfg), ScriptedBackend(lambda p: PLAN if "five questions" in p else ""),
+                  env=sw_env, runs_dir=tmp_path)  # Sage plans but grounds nothing: Swift's own trajectory
+    _start(agent, "test-conductivity-of-unknown-substances")
+    recs = [agent.step() for _ in range(12) if not agent.done]
+    assert "unknown substance U" in recs[0].look or any("unknown substance U" in r.look for r in recs)
+    for r in recs:
+        fired = r.trigger.evidence.get("all_triggers", [r.trigger.name]) if r.trigger else []
+        assert ("invalid" in fired) == (not r.swift_candidates[0].valid), (r.step, r.swift_top1, fired)
+    named = [r for r in recs if (r.swift_top1 or "").startswith(("pick up unknown substance", "focus on unknown"))]
+    assert named and all(r.swift_candidates[0].valid for r in named)
+    assert any(r.trigger and r.trigger.name == "critical" and "unknown substance" in r.swift_top1 for r in named)
+
+
+def test_the_detector_rarely_fires_on_expert_play():
+    """On all 2,481 committed gold trajectories (86,054 steps) a report is a false alarm: keep them rare
+    (measured: 175 reports, 2.0 per 1,000 steps, in 140 trajectories; the raw reference rules gave 92.6)."""
+    from benchmarks.stagnation_on_gold import reports_on_gold
+
+    n_traj, n_steps, n_reports, modes, tasks = reports_on_gold()
+    assert n_traj > 2000 and n_steps > 80000
+    assert n_reports / n_steps < 0.003 and sum(tasks.values()) / n_traj < 0.07, (n_reports, modes)

@@ -15,11 +15,13 @@ from ..config import SRMConfig
 from ..trace import StagnationReport, StepRecord
 
 MODES: dict[str, str] = {
-    "SAME_OBS": "the same observation came back {n} times in the last {w} steps, with no reward",
-    "REPEAT_ACTION_NO_EFFECT": "the same action gave the same observation {n} times in the last {w} steps "
-                               "(no effect)",
+    "SAME_OBS": "the same observation came back {n} times in the last {w} steps, each time from the same "
+                "situation (room, inventory, surroundings) and changing nothing",
+    "REPEAT_ACTION_NO_EFFECT": "the same action in the same situation gave the same observation {n} times "
+                               "in the last {w} steps (no effect)",
     "REPEAT_VERB_NO_EFFECT": "the same kind of action ('{verb}') {n} times in a row changed nothing "
-                             "(room, inventory and surroundings unchanged, no reward)",
+                             "(room, inventory and surroundings unchanged, answers that say nothing happened, "
+                             "no reward)",
     "MOVE_SPAM": "{n} moves in the last {w} steps visited only {k} distinct (room, inventory) states",
     "INVALID_REPEAT": "{n} actions in the last {w} steps were not valid",
 }
@@ -43,6 +45,19 @@ def _state(r: StepRecord) -> tuple[str, str]:
     return r.room, _obs_sig(r.inventory)
 
 
+def _monitoring(r: StepRecord, cfg: SRMConfig) -> bool:
+    """Watching a running process (a stove or heater on, a reading taken): looking at or measuring the same
+    thing again is how an agent waits for water to boil or chocolate to melt, not a loop."""
+    if verb_of(r.action) not in cfg.observe_verbs:
+        return False
+    look = (r.look or "").lower()
+    return any(p in look for p in ("turned on", "activated")) or "measures" in (r.observation or "").lower()
+
+
+def _full_state(r: StepRecord) -> tuple[str, str, str]:
+    return r.room, _obs_sig(r.inventory), _obs_sig(r.look)
+
+
 def detect(records: Sequence[StepRecord], cfg: SRMConfig, last_report_step: int | None = None
            ) -> StagnationReport | None:
     """The report after the last of `records` (the episode so far), or None."""
@@ -59,34 +74,51 @@ def detect(records: Sequence[StepRecord], cfg: SRMConfig, last_report_step: int 
     avoid: list[str] = []
     signature = ""
 
-    # SAME_OBS: one observation (without reward, with the same inventory) this often in the window; the
-    # inventory is part of it because "You move to the hallway." carrying a new object is progress
-    obs = Counter((_obs_sig(r.observation), _obs_sig(r.inventory)) for r in win if r.reward <= 0)
-    (top_obs, n_obs) = obs.most_common(1)[0] if obs else (("", ""), 0)
+    # Only idle steps count: no reward, not a move or a wait, and the room, inventory and surroundings just
+    # as they were before the step. "You move to the hallway." three times is how an agent searches rooms
+    # (moves are MOVE_SPAM's business); "The door is already open." in three rooms, or "You move the jug to
+    # the sink." between pours, is progress.
+    ignore = set(cfg.stagnation_ignore_verbs)
+    before = {id(r): p for p, r in zip(records[-w - 1:-1], records[-w:])} if len(records) > w else \
+        {id(r): p for p, r in zip(records[:-1], records[1:])}
+    idle = [r for r in win if r.reward <= 0 and not is_move(r.action) and verb_of(r.action) not in ignore
+            and id(r) in before and _full_state(before[id(r)]) == _full_state(r) and not _monitoring(r, cfg)]
+    # A repetition is the same answer from the same situation: the full state before the step (room, inventory,
+    # surroundings) is part of the key, so watering pot 3 and then pot 2 are two situations, not a loop.
+    def situation(r: StepRecord) -> tuple:
+        return _full_state(before[id(r)])
+
+    # SAME_OBS: one observation this often in the window, from the same situation
+    obs = Counter((_obs_sig(r.observation), situation(r)) for r in idle)
+    (top_obs, n_obs) = obs.most_common(1)[0] if obs else (("", ()), 0)
     if n_obs >= cfg.same_observation_threshold:
         modes.append("SAME_OBS")
         counts["SAME_OBS"] = n_obs
         signature = top_obs[0]
         words.append(MODES["SAME_OBS"].format(n=n_obs, w=len(win)))
-        avoid += [r.action for r in win if (_obs_sig(r.observation), _obs_sig(r.inventory)) == top_obs]
-    # REPEAT_ACTION_NO_EFFECT: the same action gave the same observation (inventory unchanged) this often
-    pairs = Counter((action_key(r.action), _obs_sig(r.observation), _obs_sig(r.inventory)) for r in win
-                    if r.reward <= 0)
-    (pair, n_pair) = pairs.most_common(1)[0] if pairs else (("", "", ""), 0)
+        avoid += [r.action for r in idle if (_obs_sig(r.observation), situation(r)) == top_obs]
+    # REPEAT_ACTION_NO_EFFECT: the same action in the same situation gave the same observation this often
+    pairs = Counter((action_key(r.action), _obs_sig(r.observation), situation(r)) for r in idle)
+    (pair, n_pair) = pairs.most_common(1)[0] if pairs else (("", "", ()), 0)
     if n_pair >= cfg.repeat_action_threshold:
         modes.append("REPEAT_ACTION_NO_EFFECT")
         counts["REPEAT_ACTION_NO_EFFECT"] = n_pair
         signature = signature or pair[1]
         words.append(MODES["REPEAT_ACTION_NO_EFFECT"].format(n=n_pair, w=len(win)))
-        avoid += [r.action for r in win if action_key(r.action) == pair[0]]
+        avoid += [r.action for r in idle if action_key(r.action) == pair[0]]
     # REPEAT_VERB_NO_EFFECT: the last k actions share a verb and nothing changed
     k = cfg.repeat_verb_threshold
     if len(records) >= k + 1:
         tail = list(records[-k:])
-        before = records[-k - 1]
+        start = records[-k - 1]
         verbs = {verb_of(r.action) for r in tail}
-        unchanged = all((_state(r), _obs_sig(r.look)) == (_state(before), _obs_sig(before.look)) for r in tail)
-        if len(verbs) == 1 and "" not in verbs and unchanged and all(r.reward <= 0 for r in tail):
+        unchanged = all(_full_state(r) == _full_state(start) for r in tail)
+        # "The drawer is now open" three times for three drawers is progress; three identical answers, or
+        # three that say nothing happened, are not
+        no_news = len({_obs_sig(r.observation) for r in tail}) == 1 or all(
+            any(p.lower() in r.observation.lower() for p in cfg.no_effect_phrases) for r in tail)
+        if (len(verbs) == 1 and "" not in verbs and not verbs & ignore and unchanged and no_news
+                and all(r.reward <= 0 for r in tail)):
             verb = verbs.pop()
             modes.append("REPEAT_VERB_NO_EFFECT")
             counts["REPEAT_VERB_NO_EFFECT"] = k
