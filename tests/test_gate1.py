@@ -162,3 +162,10 @@ def test_no_shipped_trace_changes_a_command():
     assert [(r, m) for r, m in pairs if changes_command(r, m)] == []
     assert changes_command("pick up axe", "use axe on axe") and changes_command("focus on a", "focus on b")
     assert not changes_command("Action 1: go to kitchen --> ok", "teleport to kitchen")
+
+
+def test_a_generic_focus_name_offered_by_the_game_is_visible(sw_env):
+    """'focus on object' is how the game offers some object in the room (the room text never says 'object')."""
+    obs, valid = _state(sw_env, "find-non-living-thing", ["teleport to living room"])
+    assert "focus on object" in valid and "object" not in obs.look
+    assert Gate1().check("focus on object", "swift", _ctx(obs, valid, focus_limit=1)).decision == "ACCEPT"

@@ -52,6 +52,9 @@ REASONS: dict[str, str] = {
     "MENU_CHOICE": "an answer to ScienceWorld's numbered ambiguity menu",
     "MENU_CANCEL": "the ambiguity menu was cancelled (a blank answer) rather than guessing a 'focus on' target",
 }
+# ScienceWorld's category names for objects in scope: they never appear in the room text as such
+GENERIC_REFERENTS = frozenset({"object", "thing", "living thing", "non-living thing", "cloth sittable", "sittable",
+                               "substance", "organism", "animal", "plant"})
 REPAIR_KIND = {"prefix": "REPAIR_PREFIX", "arrow": "REPAIR_ARROW", "comment": "REPAIR_COMMENT",
                "punctuation": "REPAIR_SPACING", "spacing": "REPAIR_SPACING"}
 
@@ -165,7 +168,11 @@ class Gate1:
             if ctx.focus_limit is not None and ctx.focus_done >= ctx.focus_limit:
                 return out(DROP, "FOCUS_LIMIT", detail=f"this task takes {ctx.focus_limit} 'focus on' action(s) "
                                                        f"and {ctx.focus_done} were already taken")
-            if not focus_target_visible(target, ctx.look, ctx.inventory):
+            # the game's generic names for an object in scope ("focus on object" for a finger painting) are
+            # visible whenever the game offers them; a named target must show in the room or inventory text
+            # (the valid actions also list what is inside a closed fridge)
+            generic = target in GENERIC_REFERENTS and action_key(text) in ctx.by_key()
+            if not generic and not focus_target_visible(target, ctx.look, ctx.inventory):
                 return out(DROP, "FOCUS_TARGET_NOT_VISIBLE",
                            detail=f"'{target}' is neither in the room nor in the inventory")
         noop = no_op_reason(text, ctx.look)
