@@ -308,7 +308,7 @@ def test_real_swift_on_the_unknown_substance_task_is_not_invalid_by_case(tmp_pat
 
 def test_the_detector_rarely_fires_on_expert_play():
     """On all 2,481 committed gold trajectories (86,054 steps) a report is a false alarm: keep them rare
-    (measured: 175 reports, 2.0 per 1,000 steps, in 140 trajectories; the raw reference rules gave 92.6)."""
+    (measured: 175 reports, 2.0 per 1,000 steps, in 140 trajectories; a first version gave 92.6)."""
     from benchmarks.stagnation_on_gold import reports_on_gold
 
     n_traj, n_steps, n_reports, modes, tasks = reports_on_gold()

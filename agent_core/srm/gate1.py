@@ -35,7 +35,7 @@ REASONS: dict[str, str] = {
                    "names; same object",
     "REPAIR_TYPO": "a small typo: within a few character edits of exactly one valid action with the same verb",
     "REPAIR_NEAREST": "the most similar valid action with the same verb that names every object the action names "
-                      "(an LLM's wording, not a new command)",
+                      "(one-object commands only; an LLM's wording, not a new command)",
     "NOT_IN_VALID_ACTIONS": "not a valid action in the current state, and no small, safe repair makes it one",
     "NO_VERB": "no known command verb: it cannot be checked or repaired safely",
     "FOCUS_TARGET_NOT_VISIBLE": "'focus on' an object that is neither in the room nor in the inventory",
@@ -55,6 +55,7 @@ REASONS: dict[str, str] = {
 # ScienceWorld's category names for objects in scope: they never appear in the room text as such
 GENERIC_REFERENTS = frozenset({"object", "thing", "living thing", "non-living thing", "cloth sittable", "sittable",
                                "substance", "organism", "animal", "plant"})
+TWO_OBJECT_VERBS = frozenset({"move", "pour", "dunk", "use", "connect"})
 REPAIR_KIND = {"prefix": "REPAIR_PREFIX", "arrow": "REPAIR_ARROW", "comment": "REPAIR_COMMENT",
                "punctuation": "REPAIR_SPACING", "spacing": "REPAIR_SPACING"}
 
@@ -245,6 +246,10 @@ class Gate1:
         if len({action_key(v) for v in near}) == 1:
             return near[0], "REPAIR_TYPO", None
         same = [v for v in same if names_everything(text, v, ctx.look + "\n" + ctx.inventory)]
+        # two-object commands are never repaired by similarity: word overlap cannot tell "pour A into B" from
+        # "pour B into A" (seen in a recorded episode before this rule)
+        if verb in TWO_OBJECT_VERBS:
+            same = []
         if source in ("sage", "critic") and ctx.embedder is not None and same:
             vecs = ctx.embedder.encode(list(same))
             q = ctx.embedder.encode([canonical(text)])[0]
