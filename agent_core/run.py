@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections import Counter
 
 from .config import PRESETS, load_config
 from .trace import StepRecord
@@ -41,7 +42,18 @@ def progress_line(rec: StepRecord) -> str:
     obs = " ".join(rec.observation.split())
     obs = obs if len(obs) <= 70 else obs[:67] + "..."
     reward = f" ({rec.reward:+g})" if rec.reward else ""
-    return f"step {rec.step:3d} [{rec.system}{why}] {rec.action} -> {obs}  score {rec.score:g}{reward}"
+    srm = []  # what self-reflection did at this step, when it ran
+    drops = sum(g.decision == "DROP" for g in rec.gate1)
+    if drops:
+        srm.append(f"Gate-1 dropped {drops}")
+    if rec.menu:
+        srm.append(f"menu -> {rec.menu.chosen}")
+    if rec.critic:
+        srm.append(f"Critic {rec.critic.status}")
+    if rec.stagnation:
+        srm.append("stagnation: " + ", ".join(rec.stagnation.modes))
+    extra = f"  [{'; '.join(srm)}]" if srm else ""
+    return f"step {rec.step:3d} [{rec.system}{why}] {rec.action} -> {obs}  score {rec.score:g}{reward}{extra}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,14 +104,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
     finally:
         agent.close()
-    sage_steps = sum(r.system == "sage" for r in agent.records)
-    triggers: dict[str, int] = {}
-    for r in agent.records:
-        if r.trigger:
-            triggers[r.trigger.name] = triggers.get(r.trigger.name, 0) + 1
+    systems = Counter(r.system for r in agent.records)
+    triggers = Counter(r.trigger.name for r in agent.records if r.trigger)
+    by = ", ".join(f"{systems[s]} {s.capitalize()}" for s in ("swift", "sage", "critic") if systems[s])
     print(f"\n== {summary.reason}: final score {summary.final_score:g}, {summary.steps} steps "
-          f"({summary.steps - sage_steps} Swift, {sage_steps} Sage), triggers {triggers or '{}'}, "
-          f"{time.perf_counter() - t0:.0f} s")
+          f"({by or 'none'}), triggers {dict(triggers) or '{}'}, {time.perf_counter() - t0:.0f} s")
+    if cfg.srm.enabled:
+        drops = Counter(g.reason for r in agent.records for g in r.gate1 if g.decision == "DROP")
+        critic = Counter(r.critic.status for r in agent.records if r.critic)
+        print(f"   SRM: Gate-1 drops {dict(drops) or '{}'}, stagnation reports "
+              f"{sum(1 for r in agent.records if r.stagnation)}, Critic {dict(critic) or '{}'}")
     print(f"trace: {agent.trace_path}")
     return 0 if summary.reason != "error" else 1
 
