@@ -190,10 +190,6 @@ class Gate1:
         detail = REASONS[reason] if decision == ACCEPT else f"{REASONS[reason]}: '{proposed.strip()}' -> '{result}'"
         return out(decision, reason, result, detail, sim)
 
-    @staticmethod
-    def _label_dropped(text: str, verb: str, ctx: GateContext) -> str | None:
-        return _label_dropped_impl(text, verb, ctx)
-
     def precheck(self, proposed: str, source: str) -> Gate1Decision | None:
         """The checks that do not depend on the state (a DROP, or None): used alone for the Critic's later
         actions, which are checked in full when their turn comes, in the state they will run in."""
@@ -235,7 +231,7 @@ class Gate1:
                     return hit, "REPAIR_ALIAS", None
         if not verb:
             return None, "NO_VERB", None
-        named = self._label_dropped(text, verb, ctx)
+        named = label_dropped(text, verb, ctx)
         if named is not None:
             return named, "REPAIR_NAME", None
         if verb == "focus on":  # the object of a focus is never changed by a repair
@@ -260,7 +256,7 @@ class Gate1:
         return None, "NOT_IN_VALID_ACTIONS", None
 
 
-def _label_dropped_impl(text: str, verb: str, ctx: GateContext) -> str | None:
+def label_dropped(text: str, verb: str, ctx: GateContext) -> str | None:
     """ScienceWorld names an object "unknown substance U" in the room text but "unknown substance" in its
     valid-action strings: the proposal with exactly one extra one-letter token, which the room or inventory
     text shows right after the word before it, is that valid action (the same object)."""
