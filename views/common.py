@@ -20,8 +20,9 @@ QUESTIONS = {
     "Q5": "Is a mistake blocking progress, and how to fix it?",
 }
 MAPPING_WORDS = {"exact": "exactly a valid action", "normalized": "valid after rewording (articles, synonyms)",
-                 "similarity": "the most similar valid action (sentence embeddings)",
-                 "unmapped": "no valid action close enough: skipped"}
+                 "similarity": "the most similar valid action with the same verb that names the same objects "
+                               "(sentence embeddings)",
+                 "unmapped": "no valid action with the same verb close enough: skipped"}
 WHAT = {
     "page": "What is this? A *dual-process* agent plays a ScienceWorld science task. **Swift** (fast, 'System 1') "
             "is a small model that imitates expert play and proposes each action in a blink. **Sage** (slow, "

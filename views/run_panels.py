@@ -233,7 +233,8 @@ def render_buffer(header: EpisodeHeader, records: list[StepRecord], t: int) -> N
     if rec.mappings:
         st.markdown("**Mapped onto valid actions:**")
         st.dataframe([{"planned": m.raw, "mapped to": m.mapped or "—", "how": m.method,
-                       "similarity": m.similarity} for m in rec.mappings], hide_index=True, width="stretch")
+                       "similarity": m.similarity, "why not": m.reason or ""} for m in rec.mappings],
+                     hide_index=True, width="stretch")
         st.caption(" · ".join(f"**{k}**: {v}" for k, v in MAPPING_WORDS.items()))
 
 
