@@ -198,7 +198,7 @@ def test_messy_critic_answers_are_parsed():
     assert "no COURSE_CORRECTION section" in b.problems
     c = parse_answer("I think you should look around.\n1. look around\n2. open the fridge", 5)
     assert c.actions == ["look around", "open the fridge"] and "no ACTIONS section" in c.problems
-    assert parse_answer("", 5).problems[-1] == "no actions found in the reply"
+    assert parse_answer("", 5).problems[-1] == "no commands found in the reply"
 
 
 # ------------------------------------------------------------------ the ambiguity menu

@@ -14,6 +14,8 @@ from typing import Sequence
 from ..actions import action_key, is_focus, is_move
 from ..config import SRMConfig
 from ..llm import LLMBackend, LLMError
+from ..sage import parse_actions
+from ..swift.format import clean
 from ..trace import LLMCall, StagnationReport
 
 PROMPT = Path(__file__).resolve().parent / "prompts" / "critic.txt"
@@ -40,13 +42,7 @@ class CriticAnswer:
     problems: list[str] = field(default_factory=list)
 
 
-def _clip(s: str, n: int) -> str:
-    s = " ".join((s or "").split())
-    return s if len(s) <= n else s[: n - 3] + "..."
-
-
 _LABEL = re.compile(r"(?im)^[\s>*#_-]*\**\s*(diagnosis|course[ _-]?correction|actions?)\s*\**\s*[:.-]\**\s*")
-_ITEM = re.compile(r"^\s*(?:[-*•]+|\d+\s*[.):]|action\s*\d+\s*[:.)])\s*", re.I)
 
 
 def parse_answer(text: str, max_actions: int) -> CriticAnswer:
@@ -67,20 +63,9 @@ def parse_answer(text: str, max_actions: int) -> CriticAnswer:
     body = parts.get("actions")
     if body is None:  # fall back to numbered lines anywhere in the reply
         body = "\n".join(ln for ln in (text or "").splitlines() if re.match(r"^\s*\d+\s*[.):]", ln))
-    for line in body.splitlines():
-        if not line.strip():
-            continue
-        item = _ITEM.sub("", line, count=1).strip().strip("`\"'*").strip()
-        if not item or item.lower().startswith(("none", "n/a")):
-            continue
-        if len(item.split("-->")[0].split()) > 12:
-            ans.problems.append(f"not an action (too long): {item[:80]!r}")
-            continue
-        ans.actions.append(item)
-        if len(ans.actions) >= max_actions:
-            break
-    if not ans.actions:
-        ans.problems.append("no actions found in the reply")
+    # the same line parser as Sage's grounding (bullets, numbering, trailing comments, over-long prose)
+    ans.actions, problems = parse_actions(body, max_actions)
+    ans.problems += problems
     return ans
 
 
@@ -112,14 +97,14 @@ class Critic:
 
     def prompt(self, ctx: CriticContext) -> str:
         c = self.cfg
-        rows = [f"- {a} (reward {r:+g}) --> {_clip(o, 150)}" for a, o, r in ctx.history[-c.critic_history_k:]]
+        rows = [f"- {a} (reward {r:+g}) --> {clean(o, 150)}" for a, o, r in ctx.history[-c.critic_history_k:]]
         rep = ctx.report
         report = "\n".join([f"- {m}: {w}" for m, w in zip(rep.modes, rep.explanation)] +
                            [f"- actions to avoid: {', '.join(repr(a) for a in rep.actions_to_avoid) or '(none)'}"])
         memory = (f"\nEvidence from memory (hints only; the current observation comes first):\n{ctx.memory}\n"
                   if ctx.memory else "")
         valid = filter_valid(ctx.valid, rep, ctx.task, c.critic_valid_list_max)
-        return self.template.format(task=ctx.task, look=_clip(ctx.look, 900), inventory=_clip(ctx.inventory, 200),
+        return self.template.format(task=ctx.task, look=clean(ctx.look, 900), inventory=clean(ctx.inventory, 200),
                                     score=int(ctx.score), time=ctx.time, history="\n".join(rows) or "(none)",
                                     report=report, constraints="\n".join(f"- {x}" for x in rep.constraints),
                                     memory=memory, valid="\n".join(valid), max_actions=c.critic_max_actions,
