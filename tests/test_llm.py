@@ -40,7 +40,7 @@ def test_openai_backend_timeout(llama_server):
     be = OpenAICompatBackend(llama_server.base_url, model="smollm2", timeout=0.2, max_retries=0)
     t0 = time.perf_counter()
     with pytest.raises(LLMTimeoutError, match="within 0.2 s"):
-        be.chat(PLAN_PROMPT * 3, max_tokens=400)
+        be.chat(PLAN_PROMPT * 3, max_tokens=2000)
     assert time.perf_counter() - t0 < 5
 
 
@@ -55,22 +55,45 @@ def test_bad_base_url():
         OpenAICompatBackend("localhost:8000/v1")
 
 
+def _client_connections(port: int) -> int:
+    """Established TCP connections to 127.0.0.1:port, read from /proc (no psutil here)."""
+    n = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = open(table).read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            cols = line.split()
+            if cols[3] == "01" and int(cols[2].rsplit(":", 1)[1], 16) == port:  # remote end is the server
+                n += 1
+    return n
+
+
 def test_server_killed_mid_run():
     srv = LlamaServer()
     try:
+        import urllib.request
+        with urllib.request.urlopen(f"{srv.base_url}/models", timeout=5) as r:  # alive; closes its connection
+            assert r.status == 200
         be = OpenAICompatBackend(srv.base_url, model="smollm2", timeout=60, max_retries=1)
-        assert be.chat("Say hello.", max_tokens=8).text  # alive
         errors: list[Exception] = []
 
         def long_call():
             try:
-                be.chat(PLAN_PROMPT, max_tokens=500)
+                be.chat(PLAN_PROMPT, max_tokens=1000)
             except Exception as e:  # noqa: BLE001 - the test inspects it
                 errors.append(e)
 
         th = threading.Thread(target=long_call)
         th.start()
-        time.sleep(1.0)  # the server is generating now
+        # Kill once the request is on the wire, not after a fixed sleep: a fast machine finishes a
+        # short generation within a second, and then there would be nothing left to interrupt.
+        deadline = time.time() + 20
+        while _client_connections(srv.port) == 0 and time.time() < deadline:
+            time.sleep(0.005)
+        assert _client_connections(srv.port) > 0, "the request never reached the server"
+        time.sleep(0.05)
         srv.kill()
         th.join(60)
         assert not th.is_alive()
