@@ -103,15 +103,62 @@ class LLMConfig:
 
 @dataclass
 class AMMConfig:
-    """Adaptive episodic memory (SPEC.md section 5). Behaviour arrives with the AMM issue."""
+    """Adaptive episodic memory (SPEC.md section 5; section 10 for the reference code's rules): salience-gated
+    writes after every step, triggered retrieval (T1-T4) and bounded injection. Runs only when `enabled`."""
 
     enabled: bool = False
-    swift_max_records: int = 3  # injected into Swift, recovery mode (T1) only
-    sage_max_records: int = 5  # injected into Sage planning (T4)
-    swift_injection: bool = True  # off in the "Full without Swift T1 injection" variant
-    warmup_variations_per_task: int = 2  # 60 unscored warm-up episodes fill the memory
-    warmup: bool = True  # off in the "weak (unfilled) memory" variant
-    near_miss_min_reward: float = 1.0  # smallest positive score change stored as near-miss
+    # --- where the memory lives. "" = <runs dir>/memory/agent (or agent-empty when warmup is off): one store
+    # that live runs keep writing; it starts as a copy of the shipped warm store. Evaluation passes its own copy.
+    store_dir: str = ""
+    warmup: bool = True  # start from the shipped warm store; off in the "weak (unfilled) memory" variant
+    warmup_variations_per_task: int = 2  # `python -m agent_core.warmup`: train variations per task (60 episodes)
+    # --- salience-gated writes: the first rule that holds tags the step; no rule holds -> nothing is written.
+    # "rule:tag" pairs in precedence order (agent_core/amm/salience.py defines each rule).
+    tag_rules: tuple[str, ...] = ("ended_100:success", "ended_other:avoidance", "invalid_feedback:avoidance",
+                                  "focus_reward:success", "big_reward:success", "wait_reward:near-miss",
+                                  "small_reward:near-miss")
+    success_min_reward: float = 20.0  # big_reward: a reward this large is a success on its own
+    near_miss_min_reward: float = 0.0  # small_reward: reward above this (and below success_min_reward)
+    invalid_phrases: tuple[str, ...] = ("No known action matches that input", "You can't", "You cannot",
+                                        "Unknown action")
+    record_history: int = 5  # last actions/observations in a record
+    record_obs_chars: int = 200  # observation clipped to this in a record
+    record_inventory_chars: int = 100
+    record_history_obs_chars: int = 60
+    # --- importance: "tag" (from tag and reward, no LLM call per step) or "llm" (GA's 1..10 rating)
+    importance_mode: str = "tag"
+    importance_success: float = 7.0
+    importance_terminal_success: float = 10.0
+    importance_near_miss: float = 5.0
+    importance_avoidance: float = 3.0
+    importance_terminal_failure: float = 6.0
+    importance_plan: float = 4.0
+    importance_reflection: float = 8.0  # insights when importance_mode is "tag" (no rating call per insight)
+    importance_reward_bonus: float = 2.0  # + this * min(1, reward / success_min_reward) on positive rewards
+    # --- retrieval: the stream's GA score, or relevance only (to measure what recency + importance add)
+    scoring: str = "ga"  # ga | relevance
+    same_task_only: bool = True  # retrieve only memories of the task being played
+    retrieve_pool: int = 15  # memories retrieved before dedupe and caps pick what is injected
+    # --- T1: Swift's top action is invalid -> retrieve, retry Swift once with the records in its input
+    swift_injection: bool = True  # off in the "Full without Swift T1 injection" variant (retrieve + log only)
+    swift_max_records: int = 3
+    swift_field_chars: tuple[int, ...] = (40, 60, 80)  # action / result / score transition clips (reference)
+    # --- T2: no progress for these many steps (each crossing fires once); T3: the same invalid action again
+    t2_no_progress_steps: tuple[int, ...] = (4, 8)
+    t3_repeat_invalid: int = 2
+    # --- T4: every Sage planning call gets at most this many records under a "hints" header
+    sage_max_records: int = 5
+    sage_record_chars: int = 240  # per-record cap
+    sage_block_chars: int = 1400  # per-block cap (records are dropped from the end, whole)
+    sage_type_order: tuple[str, ...] = ("success", "near-miss", "insight", "plan", "avoidance")
+    sage_max_per_type: tuple[str, ...] = ("insight:2", "plan:1", "avoidance:2")
+    # --- the Critic's evidence slot (Full): up to this many that worked + this many to avoid
+    critic_worked_records: int = 3
+    critic_avoid_records: int = 1
+    # --- plans and reflection
+    store_plans: bool = True  # Sage's Q1-Q5 answers and buffer become a `plan` memory
+    reflection: str = "after_episode"  # after_episode (background in the app) | off
+    reflection_max_tokens: int = 200
 
 
 @dataclass
@@ -199,24 +246,29 @@ class Config:
 # name -> (one-line description, overrides applied on top of the defaults)
 _SRM_RUNS = ("Gate-1 checks every action before it runs, the stagnation detector watches every step, the Critic "
              "(at most {budget} LLM calls per episode) answers its reports, and Swift's loop guard is on")
-_AMM_MISSING = "AMM is not implemented yet: its flag is set but nothing is written to or read from memory"
+_AMM_RUNS = ("the agent writes salient steps (success / near-miss / avoidance) to its episodic memory, starting "
+             "from the shipped warm store, and retrieves them when Swift's action is invalid (T1: Swift retries "
+             "with at most 3 records) and when Sage plans (T4: at most 5 records as hints)")
 PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
     "baseline": ("SwiftSage: Swift acts, Sage (the LLM) plans when a switching rule fires. No Gate-1, no "
                  "stagnation detector, no Critic, no loop guard, no memory.", {}),
-    "amm": (f"+AMM: {_AMM_MISSING}, so this runs exactly the Baseline loop.", {"amm.enabled": True}),
+    "amm": (f"+AMM: SwiftSage plus adaptive episodic memory: {_AMM_RUNS}. Stagnation (T2) and repeated invalid "
+            f"actions (T3) retrieve and log only.", {"amm.enabled": True}),
     "srm": ("+SRM: SwiftSage plus self-reflection: " + _SRM_RUNS.format(budget=3) + ".", {"srm.enabled": True}),
-    "full": (f"Full: the +SRM agent ({_SRM_RUNS.format(budget=3)}); {_AMM_MISSING}.",
-             {"amm.enabled": True, "srm.enabled": True}),
+    "full": (f"Full: +AMM and +SRM together: {_SRM_RUNS.format(budget=3)}; {_AMM_RUNS}; the Critic also sees "
+             f"memory evidence (T2 / T3 records).", {"amm.enabled": True, "srm.enabled": True}),
     "full-critic6": (
-        f"Sensitivity: Full with a Critic budget of 6 calls per episode; {_AMM_MISSING}.",
+        "Sensitivity: Full with a Critic budget of 6 calls per episode.",
         {"amm.enabled": True, "srm.enabled": True, "srm.critic_budget": 6},
     ),
     "full-weak-memory": (
-        f"Sensitivity: Full with weak (unfilled) memory; {_AMM_MISSING}, so this equals Full.",
+        "Sensitivity: Full with weak memory: the store starts empty (no warm-up), so only this run's own "
+        "memories can be retrieved.",
         {"amm.enabled": True, "srm.enabled": True, "amm.warmup": False},
     ),
     "full-no-swift-t1": (
-        f"Sensitivity: Full without memory injection into Swift on T1; {_AMM_MISSING}, so this equals Full.",
+        "Sensitivity: Full without memory injection into Swift: on T1 the records are retrieved and logged, "
+        "but Swift is not retried with them.",
         {"amm.enabled": True, "srm.enabled": True, "amm.swift_injection": False},
     ),
 }

@@ -6,6 +6,7 @@ starts. The app drives an `Agent` one `step()` at a time and never reaches into 
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from collections import deque
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Callable, Protocol, Sequence
 
 from .actions import action_key, is_focus, strip_decorations
+from .amm import EpisodicMemory, StepFacts
 from .config import Config
 from .env import Observation, ScienceWorld
 from .gold import focus_limit, worked_examples
@@ -26,8 +28,8 @@ from .srm.loop_guard import STREAK, apply_loop_guard
 from .srm.stagnation import detect
 from .swift.format import HistoryStep, SwiftState, swift_input
 from .swift.model import SwiftProposal
-from .trace import (CriticCall, EpisodeHeader, EpisodeSummary, Gate1Decision, MenuChoice, StagnationReport,
-                    StepRecord, SwiftCandidate, TraceWriter, Trigger)
+from .trace import (CriticCall, EpisodeHeader, EpisodeSummary, Gate1Decision, MemoryRetrieval, MemoryWrite,
+                    MenuChoice, StagnationReport, StepRecord, SwiftCandidate, TraceWriter, Trigger)
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS_DIR = ROOT / "runs"
@@ -36,6 +38,8 @@ RUNS_DIR = ROOT / "runs"
 def mechanisms(cfg: Config) -> list[str]:
     """What actually runs under a config: the episode header lists it and the app shows only these panels."""
     out = ["swift", "sage"]
+    if cfg.amm.enabled:
+        out += ["amm"] + (["amm_swift_injection"] if cfg.amm.swift_injection else [])
     if cfg.srm.enabled:
         out += ["gate1", "stagnation"] + (["critic"] if cfg.srm.critic_enabled else []) + \
                (["loop_guard"] if cfg.srm.loop_guard else [])
@@ -45,7 +49,7 @@ def mechanisms(cfg: Config) -> list[str]:
 class SwiftPolicy(Protocol):
     name: str
 
-    def propose(self, state: SwiftState, valid_actions: Sequence[str]) -> SwiftProposal: ...
+    def propose(self, state: SwiftState, valid_actions: Sequence[str], memory: str = "") -> SwiftProposal: ...
 
 
 class ModelSwift:
@@ -57,8 +61,10 @@ class ModelSwift:
         self.loop_guard_streak = loop_guard_streak
         self.name = model.name
 
-    def propose(self, state: SwiftState, valid_actions: Sequence[str]) -> SwiftProposal:
-        prop = self.model.propose(swift_input(state, self.k), valid_actions, self.n)
+    def propose(self, state: SwiftState, valid_actions: Sequence[str], memory: str = "") -> SwiftProposal:
+        # AMM's T1 retry: the trained input stays intact and a short memory field follows it (the input is cut
+        # in the middle of the history when too long, so the field at the end survives)
+        prop = self.model.propose(swift_input(state, self.k) + memory, valid_actions, self.n)
         return apply_loop_guard(prop, state.history, self.loop_guard_streak) if self.loop_guard else prop
 
 
@@ -67,12 +73,19 @@ class ScriptedSwift:
 
     name = "scripted-swift"
 
-    def __init__(self, actions: Sequence[str] | Callable[[SwiftState, Sequence[str]], str]):
+    def __init__(self, actions: Sequence[str] | Callable[[SwiftState, Sequence[str]], str],
+                 on_memory: Callable[[SwiftState, Sequence[str], str], str] | None = None):
         self._fn = actions if callable(actions) else None
         self._items = list(actions) if not callable(actions) else []
+        self._on_memory = on_memory  # what to propose on a T1 retry (default: the same as without memory)
+        self.memories: list[str] = []  # memory fields received (tests read them)
 
-    def propose(self, state: SwiftState, valid_actions: Sequence[str]) -> SwiftProposal:
-        if self._fn:
+    def propose(self, state: SwiftState, valid_actions: Sequence[str], memory: str = "") -> SwiftProposal:
+        if memory:
+            self.memories.append(memory)
+        if memory and self._on_memory:
+            a = self._on_memory(state, valid_actions, memory)
+        elif self._fn:
             a = self._fn(state, valid_actions)
         else:
             a = self._items.pop(0) if self._items else "look around"
@@ -140,6 +153,8 @@ class _Step:
     buffer_before: list[str] = field(default_factory=list)
     drops: int = 0
     sage_called: bool = False
+    retrievals: list[MemoryRetrieval] = field(default_factory=list)
+    writes: list[MemoryWrite] = field(default_factory=list)
 
 
 class _LazyEmbedder:
@@ -156,7 +171,7 @@ class Agent:
     """One episode at a time: `start()`, then `step()` until `done`, then `finish()`."""
 
     def __init__(self, cfg: Config, swift: SwiftPolicy, llm: LLMBackend, env: ScienceWorld | None = None,
-                 runs_dir: str | Path = RUNS_DIR, embedder=None):
+                 runs_dir: str | Path = RUNS_DIR, embedder=None, reflect_in_background: bool = False):
         self.cfg = cfg
         self.swift = swift
         self.llm = llm
@@ -172,6 +187,11 @@ class Agent:
         self.records: list[StepRecord] = []
         self.summary: EpisodeSummary | None = None
         self._focus_limit: int | None = None
+        # AMM: the episodic memory (None when off); reflection between episodes, in the background in the app
+        self.amm = EpisodicMemory(cfg, self.runs_dir) if cfg.amm.enabled else None
+        self.reflect_in_background = reflect_in_background
+        if self.amm is not None and cfg.amm.importance_mode == "llm":
+            self.amm.llm_rate = lambda p: self.llm.chat(p, max_tokens=8, temperature=0.0).text
 
     # ------------------------------------------------------------ lifecycle
     @property
@@ -192,6 +212,8 @@ class Agent:
 
     def start(self, task: str | int, variation: int, split: str | None = "test") -> EpisodeHeader:
         self.finish("stopped")
+        if self.env.cfg.step_limit != self.cfg.env.step_limit:  # a shared env plays by this agent's step limit
+            self.env.cfg = dataclasses.replace(self.env.cfg, step_limit=self.cfg.env.step_limit)
         obs = self.env.reset(task, variation, split=split)
         info = self.env.task
         self.last = obs
@@ -208,6 +230,9 @@ class Agent:
                                seed=self.cfg.seed, run_id=run_id, initial_observation=obs.text,
                                initial_look=obs.look, initial_inventory=obs.inventory,
                                mechanisms=mechanisms(self.cfg))
+        if self.amm is not None:
+            header.memory_at_start = self.amm.start_episode(run_id, info.name, obs.task_description, variation)
+            header.memory_store = str(self.amm.path or "")
         self.writer = TraceWriter(self.runs_dir / f"{run_id}.jsonl", header)
         return header
 
@@ -221,6 +246,11 @@ class Agent:
         self.summary = EpisodeSummary(final_score=last.score if last else 0.0, success=bool(last and last.score >= 100),
                                       failed=bool(last and last.failed), steps=len(self.records), reason=reason,
                                       error=error)
+        if self.amm is not None:
+            gen = lambda p: self.llm.chat(p, max_tokens=self.cfg.amm.reflection_max_tokens, temperature=0.0).text  # noqa: E731
+            self.summary.memory = {**self.amm.stats.to_dict(), "store": str(self.amm.path or ""),
+                                   "reflection": self.amm.end_episode(len(self.records), gen,
+                                                                      self.reflect_in_background)}
         self.writer.close(self.summary)
         return self.summary
 
@@ -323,9 +353,22 @@ class Agent:
                    swift_action: str | None = None) -> tuple[str | None, str]:
         st = self.state
         w.trigger, w.sage_called = trigger, True
+        ctx = self._sage_context(trigger, prop, swift_action)
+        if self.amm is not None:  # T4: every planning call gets at most 5 records, as hints
+            t0 = time.perf_counter()
+            ss = st.swift_state
+            failed = st.buffer_failures > 0 or any(r.action_valid is False or r.reward < 0 for r in self.records[-10:])
+            r = self.amm.t4(w.step, self.last.room, ss.inventory, st.sage_history, failed)
+            w.retrievals.append(r)
+            ctx.memory = r.injected_text  # "" when nothing was found or the retrieval failed: the prompt is unmodified
+            w.timings["amm"] = w.timings.get("amm", 0.0) + time.perf_counter() - t0
         t0 = time.perf_counter()
-        res = self.sage.think(self._sage_context(trigger, prop, swift_action))
+        res = self.sage.think(ctx)
         w.timings["sage"] = w.timings.get("sage", 0.0) + time.perf_counter() - t0
+        if self.amm is not None and (res.plan or res.actions):
+            t0 = time.perf_counter()
+            w.writes += self.amm.write_plan(w.step, res.plan, res.actions)
+            w.timings["amm"] = w.timings.get("amm", 0.0) + time.perf_counter() - t0
         w.llm_calls += res.llm_calls
         w.notes += res.problems
         st.steps_since_sage = 0
@@ -352,6 +395,8 @@ class Agent:
         if srm.enabled and srm.loop_guard:
             prop = apply_loop_guard(prop, st.swift_state.history, srm.loop_guard_streak)
         w.timings["swift"] = time.perf_counter() - t0
+        if self.amm is not None and action_key(prop.top1) not in {action_key(v) for v in valid}:
+            prop = self._t1(w, valid, prop)
         w.prop = prop
         if prop.guard:
             w.notes.append(f"Swift loop guard: {prop.guard}")
@@ -393,6 +438,28 @@ class Agent:
                 return d.result, "swift"
         w.notes.append("no Swift candidate passed Gate-1 and Sage gave nothing: 'look around' (changes nothing)")
         return "look around", "swift"
+
+    def _t1(self, w: _Step, valid: Sequence[str], prop: SwiftProposal) -> SwiftProposal:
+        """AMM T1: Swift's top action is invalid. Retrieve what worked, retry Swift once with at most 3 records
+        in a short memory field; a valid retry replaces the proposal, otherwise the invalid trigger calls Sage."""
+        st, srm = self.state, self.cfg.srm
+        t0 = time.perf_counter()
+        ss = st.swift_state
+        r = self.amm.t1(w.step, self.last.room, ss.inventory, st.sage_history, prop.top1)
+        w.retrievals.append(r)
+        w.timings["amm"] = w.timings.get("amm", 0.0) + time.perf_counter() - t0
+        if r.injected_into != "swift":
+            return prop
+        t0 = time.perf_counter()
+        retry = self.swift.propose(ss, valid, memory=r.injected_text)
+        if srm.enabled and srm.loop_guard:
+            retry = apply_loop_guard(retry, ss.history, srm.loop_guard_streak)
+        w.timings["swift"] = w.timings.get("swift", 0.0) + time.perf_counter() - t0
+        ok = action_key(retry.top1) in {action_key(v) for v in valid}
+        r.outcome = (f"Swift's retry with memory proposed '{retry.top1}': valid, it replaces '{prop.top1}'" if ok else
+                     f"Swift's retry with memory proposed '{retry.top1}': still invalid, so Sage is called")
+        w.notes.append(f"AMM T1: {r.outcome}")
+        return retry if ok else prop
 
     def _answer_menu(self, w: _Step) -> tuple[str, str]:
         """ScienceWorld asked which of several objects was meant: answer with a number, deliberately."""
@@ -448,6 +515,11 @@ class Agent:
         hist = [(h.action, h.observation, h.reward) for h in ss.history]
         ctx = CriticContext(task=ss.task_description, look=ss.look, inventory=ss.inventory, score=ss.score,
                             time=ss.time, history=hist, report=rep, valid=valid)
+        if self.amm is not None:  # Full: the cached T2 / T3 records are the Critic's evidence
+            ev = self.amm.critic_evidence(w.step)
+            if ev is not None:
+                w.retrievals.append(ev)
+                ctx.memory = ev.injected_text
         t0 = time.perf_counter()
         call, ans = self.critic.ask(ctx)
         w.timings["critic"] = time.perf_counter() - t0
@@ -543,8 +615,18 @@ class Agent:
                 action, system = self._swift_turn(w, valid)
 
         t0 = time.perf_counter()
+        room_before, inv_before, score_before = self.last.room, st.swift_state.inventory, st.swift_state.score
         obs = self.env.step(action)
         w.timings["env"] = time.perf_counter() - t0
+        if self.amm is not None:  # the salience gate: at most one record for this step
+            t0 = time.perf_counter()
+            info = self.env.task
+            w.writes += self.amm.write_step(w.step, StepFacts(
+                task=info.name, task_description=st.swift_state.task_description, variation=self.env.variation,
+                room=room_before, inventory=inv_before, action=w.menu.request if w.menu else action,
+                observation=obs.text, reward=obs.reward, score_before=score_before, score_after=obs.score,
+                done=obs.done, history=list(st.sage_history)))
+            w.timings["amm"] = w.timings.get("amm", 0.0) + time.perf_counter() - t0
         # bookkeeping for the next step
         if system in ("sage", "critic") and not w.menu:
             failed = (not obs.action_valid) or obs.reward < 0
@@ -578,7 +660,14 @@ class Agent:
             buffer_after=[b.text for b in st.buffer], buffer_after_sources=[b.source for b in st.buffer],
             mappings=w.mappings, gate1=w.gate1, menu=w.menu, critic=w.critic, llm_calls=w.llm_calls,
             env_events=self.env.drain_events(), notes=w.notes,
-            mode_after="sage" if st.mode == "sage" and st.buffer else "swift")
+            mode_after="sage" if st.mode == "sage" and st.buffer else "swift",
+            memories_written=w.writes, retrievals=w.retrievals)
+        if self.amm is not None and not obs.done:  # T2 / T3: retrieve and cache, logged in this step
+            t0 = time.perf_counter()
+            invalid = [r.action for r in (self.records + [rec])[-10:] if r.action_valid is False]
+            rec.retrievals += self.amm.after_step(rec.step, obs.room, obs.inventory, st.sage_history, st.rewards,
+                                                  invalid)
+            w.timings["amm"] = w.timings.get("amm", 0.0) + time.perf_counter() - t0
         if srm.enabled and not obs.done:
             t0 = time.perf_counter()
             report = detect(self.records + [rec], srm, st.last_report_step)

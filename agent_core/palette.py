@@ -13,3 +13,5 @@ MEMORY_TYPE_COLORS = {"observation": "#4C78A8", "reflection": "#F58518", "plan":
 GATE1_COLORS = {"ACCEPT": "#2ca02c", "REPAIR": "#d08c00", "DROP": ACTOR_COLORS["gate1_drop"]}
 # Marks that are not actors: the stagnation detector's reports (timeline, cards).
 STAGNATION_COLOR = "#8c564b"
+# Memory reads (AMM's T1 / T4 retrievals) on the timeline.
+MEMORY_COLOR = "#17becf"

@@ -150,6 +150,50 @@ class EnvEvent:
 
 
 @dataclass
+class MemoryWrite:
+    """A salient step stored in the episodic memory (AMM), or a plan / reflection stored by the agent."""
+
+    tag: str  # success | near-miss | avoidance | plan | insight
+    rule: str  # the salience rule that fired (agent_core/amm/salience.py), "plan" or "reflection"
+    why: str  # the rule in words, with the numbers
+    text: str  # the stored description (exactly what retrieval later sees)
+    id: str = ""  # the memory's id in the store ("" when the write failed)
+    type: str = "observation"  # observation | plan | reflection
+    importance: float = 0.0
+    importance_source: str = ""  # tag-rule | llm | default
+    now: float = 0.0  # the store's clock at the write
+    elapsed_ms: float = 0.0
+    error: str | None = None  # the write failed: why (the run went on)
+
+
+@dataclass
+class MemoryRetrieval:
+    """One triggered retrieval (T1-T4, critic evidence) with every candidate's score breakdown and what
+    was injected where."""
+
+    trigger: str  # T1 | T2 | T3 | T4 | critic
+    why: str  # what fired it, in words
+    query: str
+    result: Any = None  # memory_store.scoring.RetrievalResult (None when the retrieval failed)
+    injected_into: str = ""  # swift | sage | critic | "" (retrieved and cached, not injected)
+    injected_ids: list[str] = field(default_factory=list)
+    injected_text: str = ""  # exactly what went into the prompt / Swift's input
+    outcome: str = ""  # e.g. what Swift's retry proposed
+    elapsed_ms: float = 0.0
+    error: str | None = None  # retrieval or formatting failed: the prompt stayed unmodified
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "MemoryRetrieval":
+        from memory_store.scoring import RetrievalResult
+
+        names = {f.name for f in dataclasses.fields(cls)}
+        kw = {k: v for k, v in data.items() if k in names}
+        if isinstance(kw.get("result"), dict):
+            kw["result"] = RetrievalResult.from_dict(kw["result"])
+        return cls(**kw)
+
+
+@dataclass
 class StepRecord:
     step: int  # 1-based index of the environment step
     action: str
@@ -176,8 +220,8 @@ class StepRecord:
     menu: MenuChoice | None = None  # this step answered ScienceWorld's ambiguity menu
     stagnation: StagnationReport | None = None  # the detector fired after this step (SRM)
     critic: CriticCall | None = None  # the Critic was called (or a due call was skipped) at this step (SRM)
-    memories_written: list[dict[str, Any]] = field(default_factory=list)
-    retrievals: list[dict[str, Any]] = field(default_factory=list)  # memory_store RetrievalResult dicts
+    memories_written: list[MemoryWrite] = field(default_factory=list)  # AMM: salient step, plan
+    retrievals: list[MemoryRetrieval] = field(default_factory=list)  # AMM: T1-T4 and critic evidence
     llm_calls: list[LLMCall] = field(default_factory=list)
     env_events: list[EnvEvent] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)  # seconds per part: swift, sage, env, ...
@@ -205,6 +249,9 @@ class EpisodeHeader:
     # what actually ran in this episode (agent_core.controller.MECHANISMS): swift, sage, gate1, stagnation,
     # critic, loop_guard, ...; empty in traces written before this field existed (read: swift + sage)
     mechanisms: list[str] = field(default_factory=list)
+    # AMM: the memory store this run read and wrote, its size and clock when the episode started
+    memory_store: str = ""
+    memory_at_start: dict[str, Any] = field(default_factory=dict)  # {"memories": n, "clock": t, "seeded_from": ...}
 
 
 @dataclass
@@ -216,6 +263,7 @@ class EpisodeSummary:
     reason: str  # success | failure | step_limit | stopped | error
     ended_at: float = field(default_factory=time.time)
     error: str | None = None
+    memory: dict[str, Any] = field(default_factory=dict)  # AMM: writes by tag, triggers, reflection status
 
 
 @dataclass
@@ -241,15 +289,17 @@ def _from_dict(cls: type, data: dict[str, Any]) -> Any:
     nested = {"trigger": Trigger, "swift_candidates": SwiftCandidate, "swift_valid_ranked": SwiftCandidate,
               "mappings": ActionMapping,
               "gate1": Gate1Decision, "llm_calls": LLMCall, "env_events": EnvEvent, "menu": MenuChoice,
-              "stagnation": StagnationReport, "critic": CriticCall}
+              "stagnation": StagnationReport, "critic": CriticCall, "memories_written": MemoryWrite,
+              "retrievals": MemoryRetrieval}
     for key, sub in nested.items():
         if not hasattr(obj, key):
             continue
         val = getattr(obj, key)
+        build = getattr(sub, "from_dict", None) or (lambda v, sub=sub: _from_dict(sub, v))
         if isinstance(val, dict):
-            setattr(obj, key, _from_dict(sub, val))
+            setattr(obj, key, build(val))
         elif isinstance(val, list):
-            setattr(obj, key, [_from_dict(sub, v) if isinstance(v, dict) else v for v in val])
+            setattr(obj, key, [build(v) if isinstance(v, dict) else v for v in val])
     return obj
 
 

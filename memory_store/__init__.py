@@ -19,7 +19,7 @@ from memory_store.embeddings import EMBEDDING_DIM, Embedder, get_embedder
 from memory_store.reflection import (ImportanceRating, Insight, LLMExchange, ReflectionResult, maybe_reflect,
                                      rate_importance, reflect, should_reflect)
 from memory_store.scoring import RetrievalResult, ScoredCandidate
-from memory_store.stream import (MEMORY_TYPES, TYPE_COLORS, Memory, MemoryStream, load_demo_items,
+from memory_store.stream import (MEMORY_TYPES, TAG_COLORS, TYPE_COLORS, Memory, MemoryStream, load_demo_items,
                                  seed_demo)
 
 _streams: dict[tuple[str, str], MemoryStream] = {}
@@ -41,6 +41,6 @@ def open_stream(config: MemoryConfig | None = None, path: str | None = None) -> 
 __all__ = [
     "ENV_MEMORY_DIR", "EMBEDDING_DIM", "MEMORY_TYPES", "TYPE_COLORS", "Embedder", "ImportanceRating", "Insight",
     "LLMExchange", "Memory", "MemoryConfig", "MemoryStream", "ReflectionResult", "RetrievalResult",
-    "ScoredCandidate", "get_embedder", "load_demo_items", "maybe_reflect", "open_stream", "rate_importance",
+    "ScoredCandidate", "TAG_COLORS", "get_embedder", "load_demo_items", "maybe_reflect", "open_stream", "rate_importance",
     "reflect", "seed_demo", "should_reflect",
 ]

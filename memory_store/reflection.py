@@ -185,16 +185,20 @@ def should_reflect(stream: MemoryStream, config: MemoryConfig | None = None) -> 
 
 
 def maybe_reflect(stream: MemoryStream, generate: Generate, now: float, *, task: str = "",
-                  episode: str | int = "", config: MemoryConfig | None = None) -> ReflectionResult | None:
+                  episode: str | int = "", config: MemoryConfig | None = None,
+                  importance: float | None = None, tag: str = "") -> ReflectionResult | None:
     """Reflect when the summed importance since the last reflection exceeds the threshold;
     None when it does not."""
     if not should_reflect(stream, config):
         return None
-    return reflect(stream, generate, now, task=task, episode=episode, config=config)
+    return reflect(stream, generate, now, task=task, episode=episode, config=config, importance=importance, tag=tag)
 
 
 def reflect(stream: MemoryStream, generate: Generate, now: float, *, task: str = "",
-            episode: str | int = "", config: MemoryConfig | None = None) -> ReflectionResult:
+            episode: str | int = "", config: MemoryConfig | None = None,
+            importance: float | None = None, tag: str = "") -> ReflectionResult:
+    """GA's reflection. `importance` given: every insight gets it (no rating call per insight, which on a
+    CPU costs a minute each); None: the LLM rates each insight."""
     c = config or stream.config
     res = ReflectionResult(now=float(now), importance_sum=stream.importance_since_last_reflection())
     recent = stream.recent(c.reflection_recent_window)
@@ -238,11 +242,15 @@ def reflect(stream: MemoryStream, generate: Generate, now: float, *, task: str =
             seen_texts.add(text.strip().lower())
             res.insights.append(Insight(text=text, question=question, evidence_ids=evidence))
     for ins in res.insights:
-        rating = rate_importance(ins.text, generate, c, task=task)
-        res.calls.append(rating.call)
-        mem: Memory = stream.add(ins.text, now, "reflection", importance=rating.value,
-                                 importance_error=rating.error or "", task=task, episode=episode,
-                                 evidence_ids=ins.evidence_ids)
+        if importance is None:
+            rating = rate_importance(ins.text, generate, c, task=task)
+            res.calls.append(rating.call)
+            value, err, src = rating.value, rating.error or "", "llm" if not rating.error else "default"
+        else:
+            value, err, src = importance, "", "fixed"
+        mem: Memory = stream.add(ins.text, now, "reflection", importance=value, importance_error=err,
+                                 importance_source=src, task=task, episode=episode, evidence_ids=ins.evidence_ids,
+                                 tag=tag)
         ins.memory_id = mem.id
     if not res.insights:
         stream.mark_reflection_failed()

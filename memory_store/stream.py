@@ -44,6 +44,9 @@ from memory_store.scoring import RetrievalResult, ScoredCandidate
 MEMORY_TYPES: tuple[str, ...] = ("observation", "reflection", "plan")
 TYPE_CODE: dict[str, int] = {t: i for i, t in enumerate(MEMORY_TYPES)}
 TYPE_COLORS: dict[str, str] = {"observation": "#4C78A8", "reflection": "#F58518", "plan": "#54A24B"}
+# AMM's tags (agent_core/amm/salience.py) and the tags of plans / reflections the agent stores
+TAG_COLORS: dict[str, str] = {"success": "#2ca02c", "near-miss": "#d08c00", "avoidance": "#d62728",
+                              "plan": "#54A24B", "insight": "#F58518"}
 DEMO_FILE = Path(__file__).with_name("demo_memories.json")
 
 
@@ -65,6 +68,8 @@ class Memory:
     seq: int = 0  # insertion order
     created_wall: float = 0.0  # wall-clock seconds, for display only (never used in scoring)
     importance_error: str = ""  # why the default importance stands in, when rating failed
+    importance_source: str = ""  # how importance was set: llm | tag-rule | default | given
+    extra: dict[str, Any] = field(default_factory=dict)  # caller's scalars (AMM: variation, step, reward, ...)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -81,7 +86,8 @@ def _metadata(m: Memory) -> dict[str, Any]:
             "importance": float(m.importance), "created": float(m.created),
             "last_access": float(m.last_access), "evidence": json.dumps(m.evidence_ids),
             "depth": int(m.depth), "seq": int(m.seq), "created_wall": float(m.created_wall),
-            "importance_error": m.importance_error}
+            "importance_error": m.importance_error, "importance_source": m.importance_source,
+            "extra": json.dumps(m.extra)}
 
 
 def _memory_from(id_: str, doc: str | None, md: Mapping[str, Any]) -> Memory:
@@ -92,7 +98,9 @@ def _memory_from(id_: str, doc: str | None, md: Mapping[str, Any]) -> Memory:
                   evidence_ids=list(json.loads(md.get("evidence") or "[]")),
                   depth=int(md.get("depth", 0)), seq=int(md.get("seq", 0)),
                   created_wall=float(md.get("created_wall", 0.0)),
-                  importance_error=str(md.get("importance_error", "")))
+                  importance_error=str(md.get("importance_error", "")),
+                  importance_source=str(md.get("importance_source", "")),
+                  extra=dict(json.loads(md.get("extra") or "{}")))
 
 
 class _Codes:
@@ -266,7 +274,7 @@ class MemoryStream:
     def _snapshot(self, row: int) -> Memory:
         m = self._m.memories[row]
         return dataclasses.replace(m, last_access=float(self._m.last_access[row]),
-                                   evidence_ids=list(m.evidence_ids))
+                                   evidence_ids=list(m.evidence_ids), extra=dict(m.extra))
 
     def memories(self) -> list[Memory]:
         """All memories, oldest first (copies: mutating them changes nothing)."""
@@ -302,12 +310,14 @@ class MemoryStream:
     def add(self, description: str, now: float, type: str = "observation", *,
             importance: float | None = None, tag: str = "", task: str = "", episode: str | int = "",
             evidence_ids: Sequence[str] = (), depth: int | None = None,
-            importance_error: str = "", embedding: np.ndarray | None = None) -> Memory:
+            importance_error: str = "", importance_source: str = "", extra: Mapping[str, Any] | None = None,
+            embedding: np.ndarray | None = None) -> Memory:
         """Store one memory. Give an importance rated by `rate_importance` (reflection.py); without
         one the config's default_importance is used and the reason recorded."""
         return self.add_many([dict(description=description, now=now, type=type, importance=importance,
                                    tag=tag, task=task, episode=episode, evidence_ids=list(evidence_ids),
-                                   depth=depth, importance_error=importance_error)],
+                                   depth=depth, importance_error=importance_error,
+                                   importance_source=importance_source, extra=dict(extra or {}))],
                              None if embedding is None else np.asarray(embedding)[None, :])[0]
 
     def add_many(self, items: Sequence[Mapping[str, Any]], embeddings: np.ndarray | None = None) -> list[Memory]:
@@ -332,6 +342,7 @@ class MemoryStream:
                     raise ValueError(f"memory type must be one of {MEMORY_TYPES}, got {mtype!r}")
                 imp = it.get("importance")
                 err = str(it.get("importance_error") or "")
+                src = str(it.get("importance_source") or ("given" if imp is not None else "default"))
                 if imp is None:
                     imp, err = c.default_importance, err or "not rated: default importance used"
                 imp = float(min(max(float(imp), c.importance_min), c.importance_max))
@@ -347,7 +358,8 @@ class MemoryStream:
                                    created=now, last_access=last, importance=imp, tag=str(it.get("tag") or ""),
                                    task=str(it.get("task") or ""), episode=str(it.get("episode") or ""),
                                    evidence_ids=evidence, depth=int(depth), seq=seq, created_wall=wall,
-                                   importance_error=err))
+                                   importance_error=err, importance_source=src,
+                                   extra=dict(it.get("extra") or {})))
             for s in range(0, len(mems), self._max_batch):
                 chunk = mems[s: s + self._max_batch]
                 self._collection.add(ids=[m.id for m in chunk], documents=[m.description for m in chunk],

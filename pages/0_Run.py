@@ -42,6 +42,7 @@ from agent_core.llm.embedded import MODELS as EMBEDDED_MODELS  # noqa: E402
 from agent_core.trace import TraceError, list_traces, read_episode  # noqa: E402
 from views import next_hint as records_next_hint, pending_actions, render_episode  # noqa: E402
 from views.common import WHAT, actor_label  # noqa: E402
+from views.memory_panels import follow_open_request  # noqa: E402
 
 log = logging.getLogger("swiftsage.run_page")
 
@@ -107,7 +108,8 @@ def _product_agent(cfg: Config):
 
     swift = _swift_policy(json.dumps(dataclasses.asdict(cfg.swift)))
     llm = _AnnouncingLLM(_llm_backend(json.dumps(dataclasses.asdict(cfg.llm))))
-    agent = Agent(cfg, swift, llm, runs_dir=RUNS_DIR)
+    # reflection (AMM) runs between episodes in the background, so no step waits minutes for it
+    agent = Agent(cfg, swift, llm, runs_dir=RUNS_DIR, reflect_in_background=True)
     weakref.finalize(agent, _close_env, agent.env)  # a session that goes away frees its JVM
     return agent
 
@@ -468,3 +470,4 @@ else:
     if S.get("run_running") and agent is not None and not agent.done:
         time.sleep(0.05)  # let the browser draw this step before the next one starts
         st.rerun()
+follow_open_request()  # "Open in the Memory explorer" was pressed in a Memory panel

@@ -1,14 +1,16 @@
 """Memory explorer: the Generative Agents memory stream the agent writes, and why a memory was retrieved.
 
-Reads the same Chroma store the agent writes (env SWIFTSAGE_MEMORY_DIR, default runs/memory) and
-retrievals recorded in traces (runs/**/*.jsonl, assets/episodes/**/*.jsonl), without importing
-agent_core. Works under `streamlit run app.py` (listed by st.navigation) and standalone
+Opens, by default, the store of the latest run that used memory (traces under SWIFTSAGE_RUNS_DIR, default
+runs/), else SWIFTSAGE_MEMORY_DIR when set, else a read copy of the shipped warm store; the Run page's
+"Open in the Memory explorer" button opens a run's store with one retrieval selected. Retrievals recorded
+in traces (runs/**/*.jsonl, assets/episodes/**/*.jsonl) are shown exactly as recorded. Reads agent_core
+only for the shipped store's location and the trace headers. Works under `streamlit run app.py` (listed by st.navigation) and standalone
 (AppTest.from_file("pages/2_Memory.py")); never calls st.set_page_config.
 """
 from __future__ import annotations
 
-import glob
 import json
+import os
 import sys
 import zlib
 from pathlib import Path
@@ -25,14 +27,64 @@ import streamlit as st  # noqa: E402
 
 from memory_store import (MEMORY_TYPES, TYPE_COLORS, MemoryConfig, MemoryStream, RetrievalResult,  # noqa: E402
                           open_stream, seed_demo)
+from memory_store.charts import breakdown_figure  # noqa: E402
 from memory_store.scoring import recency as recency_curve  # noqa: E402
 
-PART_COLORS = {"recency": "#B279A2", "importance": "#E45756", "relevance": "#72B7B2"}
-TRACE_GLOBS = ("runs/**/*.jsonl", "assets/episodes/**/*.jsonl")
+RUNS_DIR = Path(os.environ.get("SWIFTSAGE_RUNS_DIR") or ROOT / "runs")
+TRACE_DIRS = (RUNS_DIR, ROOT / "assets" / "episodes")
 S = st.session_state
 
 
 # ------------------------------------------------------------------ data helpers
+
+def _short(path: str) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def _is_store(path: str | Path) -> bool:
+    return (Path(path) / "chroma.sqlite3").exists()
+
+
+def latest_run_store() -> tuple[str, str] | None:
+    """(store, trace) of the newest trace under the runs folder whose run used memory and whose store exists."""
+    if not RUNS_DIR.is_dir():
+        return None
+    for trace in sorted(RUNS_DIR.glob("*.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True)[:200]:
+        try:
+            with open(trace, encoding="utf-8") as fh:
+                header = json.loads(fh.readline())
+        except (OSError, ValueError):
+            continue
+        store = header.get("memory_store") if isinstance(header, dict) else None
+        if store and _is_store(store):
+            return store, str(trace)
+    return None
+
+
+@st.cache_resource(show_spinner="Preparing a read copy of the shipped warm store...")
+def shipped_store() -> str:
+    """A copy of the shipped warm store to look at (the seed the agent copies is never opened here)."""
+    from agent_core.amm.store import prepare_store
+
+    path, _ = prepare_store(RUNS_DIR / "memory" / "shipped-warm", RUNS_DIR, True, MemoryConfig())
+    return str(path)
+
+
+def default_store() -> tuple[str, str]:
+    """(directory, why it is the default)."""
+    found = latest_run_store()
+    if found:
+        return found[0], f"the store of the latest run that used memory ({_short(found[1])})"
+    if os.environ.get("SWIFTSAGE_MEMORY_DIR"):
+        return os.environ["SWIFTSAGE_MEMORY_DIR"], "SWIFTSAGE_MEMORY_DIR"
+    try:
+        return shipped_store(), "the shipped warm store (no run has used memory yet)"
+    except Exception as e:  # noqa: BLE001 - no shipped store: fall back to the configured directory
+        return MemoryConfig().persist_dir, f"the configured directory (no shipped warm store: {e})"
+
 
 def _open(path: str) -> MemoryStream:
     stream = open_stream(MemoryConfig(persist_dir=path))
@@ -44,10 +96,23 @@ def _memory_frame(stream: MemoryStream) -> pd.DataFrame:
     rows = [{"id": m.id, "type": m.type, "tag": m.tag, "description": m.description,
              "importance": m.importance, "created": m.created, "last access": m.last_access,
              "task": m.task, "episode": m.episode, "depth": m.depth, "evidence": ", ".join(m.evidence_ids),
-             "importance note": m.importance_error} for m in stream.memories()]
+             "importance note": m.importance_error, "importance source": m.importance_source,
+             "variation": m.extra.get("variation"), "step": m.extra.get("step"), "reward": m.extra.get("reward")}
+            for m in stream.memories()]
     return pd.DataFrame(rows, columns=["id", "type", "tag", "description", "importance", "created",
                                        "last access", "task", "episode", "depth", "evidence",
-                                       "importance note"])
+                                       "importance note", "importance source", "variation", "step", "reward"])
+
+
+def _result_of(r: Any) -> dict[str, Any] | None:
+    """The RetrievalResult dict of a recorded retrieval: the agent's MemoryRetrieval nests it under `result`
+    (None when that retrieval failed); a bare RetrievalResult dict is taken as it is."""
+    if not isinstance(r, dict):
+        return None
+    if "candidates" in r and "query" in r:
+        return r
+    res = r.get("result")
+    return res if isinstance(res, dict) else None
 
 
 def _retrievals_from_obj(obj: Any, where: str) -> list[tuple[str, dict[str, Any]]]:
@@ -63,8 +128,10 @@ def _retrievals_from_obj(obj: Any, where: str) -> list[tuple[str, dict[str, Any]
         return [(where, obj)]
     if isinstance(obj.get("retrievals"), list):
         step = obj.get("step")
-        return [(f"step {step}" if step is not None else where, r) for r in obj["retrievals"]
-                if isinstance(r, dict)]
+        return [(f"step {step}" if step is not None else where, res) for r in obj["retrievals"]
+                if (res := _result_of(r)) is not None]
+    if _result_of(obj) is not None:
+        return [(where, _result_of(obj))]
     return []
 
 
@@ -85,9 +152,10 @@ def read_trace_retrievals(text: str) -> tuple[list[tuple[str, dict[str, Any]]], 
             continue  # header, summary, or a step without retrievals
         step = obj.get("step", no)
         for j, r in enumerate(obj["retrievals"]):
-            if isinstance(r, dict):
-                label = f"step {step} · #{j + 1} · {r.get('trigger', '?')} · {str(r.get('query', ''))[:60]}"
-                found.append((label, r))
+            res = _result_of(r)
+            if res is not None:
+                label = f"step {step} · #{j + 1} · {res.get('trigger', '?')} · {str(res.get('query', ''))[:60]}"
+                found.append((label, res))
     return found, bad
 
 
@@ -127,18 +195,7 @@ def render_retrieval(result: RetrievalResult, key: str) -> None:
     weights = {"recency": w_rec, "importance": w_imp, "relevance": w_rel}
     ranked = result.rerank(weights, k=int(show_k))
     original = {cid: i for i, cid in enumerate(result.top_ids, 1)}
-    labels = [f"#{c.rank} {c.id}" for c in ranked]
-    fig = go.Figure()
-    for part in ("recency", "importance", "relevance"):
-        vals = [weights[part] * getattr(c, f"{part}_n") for c in ranked]
-        fig.add_bar(name=f"{part} (w={weights[part]:g})", y=labels, x=vals, orientation="h",
-                    marker_color=PART_COLORS[part],
-                    customdata=[[getattr(c, part), getattr(c, f"{part}_n"), c.description[:90]] for c in ranked],
-                    hovertemplate=f"{part}: raw %{{customdata[0]:.3f}}, normalized %{{customdata[1]:.3f}}"
-                                  "<br>%{customdata[2]}<extra></extra>")
-    fig.update_layout(barmode="stack", height=120 + 36 * len(ranked), margin=dict(l=10, r=10, t=30, b=10),
-                      yaxis=dict(autorange="reversed"), xaxis_title="score", legend_orientation="h",
-                      title="Score breakdown of the retrieved memories")
+    fig = breakdown_figure(ranked, weights)
     st.plotly_chart(fig, key=f"{key}_chart")
     table = pd.DataFrame([{
         "rank": c.rank, "recorded rank": original.get(c.id), "id": c.id, "type": c.type, "score": round(c.score, 4),
@@ -198,12 +255,13 @@ def panel_query(stream: MemoryStream, frame: pd.DataFrame) -> None:
 def panel_trace() -> None:
     st.caption("What is this? Open a retrieval the agent recorded in an episode trace (or paste one) and see "
                "the scores it had at that step, exactly as recorded.")
-    files = sorted({p for g in TRACE_GLOBS for p in glob.glob(str(ROOT / g), recursive=True)})
-    options = ["(none)"] + [str(Path(p).relative_to(ROOT)) for p in files]
+    files = sorted({str(p) for d in TRACE_DIRS if d.is_dir() for p in d.rglob("*.jsonl")})
+    options = ["(none)"] + [_short(p) for p in files]
+    by_label = dict(zip(options[1:], files))
     choice = st.selectbox("Trace file", options, key="mem_trace_file",
-                          help="Episode traces under runs/ and assets/episodes/.")
+                          help=f"Episode traces under {_short(str(RUNS_DIR))} and assets/episodes/.")
     custom = st.text_input("...or a trace file path", key="mem_trace_path")
-    path = Path(custom).expanduser() if custom.strip() else (ROOT / choice if choice != "(none)" else None)
+    path = Path(custom).expanduser() if custom.strip() else (Path(by_label[choice]) if choice != "(none)" else None)
     found: list[tuple[str, dict[str, Any]]] = []
     if path is not None:
         if not path.is_absolute() and not path.exists():
@@ -407,14 +465,45 @@ st.title("Memory explorer")
 st.caption("The agent's memory stream (Generative Agents): everything it observed, planned and concluded, and "
            "why a memory was retrieved: score = recency + importance + relevance, each scaled to 0-1.")
 
-default_dir = MemoryConfig().persist_dir
-store_dir = st.text_input("Memory store directory", value=default_dir, key="mem_dir",
-                          help="The Chroma store the agent writes (env SWIFTSAGE_MEMORY_DIR, default runs/memory).")
+request = S.pop("mem_open_request", None)  # from the Run page's "Open in the Memory explorer"
+if request and request.get("store"):
+    S["mem_dir"] = request["store"]
+    S["mem_opened_retrieval"] = request
+default_dir, why_default = default_store()
+if "mem_dir" not in S:
+    S["mem_dir"] = default_dir
+store_dir = st.text_input("Memory store directory", key="mem_dir",
+                          help=f"A Chroma store written by the agent. Default: {why_default}.")
+st.caption(f"Default: {why_default}.")
+if not _is_store(store_dir):
+    st.warning(f"There is no memory store at {store_dir!r} (no chroma.sqlite3 there), so nothing was opened or "
+               f"created. Enter the directory of a store, for example {default_dir!r}.")
+    if st.button("Create a small demo store there", key="mem_seed_new",
+                 help="Writes a hand-written demo of ScienceWorld memories into a new store at this path."):
+        with st.spinner("Embedding the demo memories..."):
+            seed_demo(_open(store_dir))
+        st.rerun()
+    st.subheader("Retrievals recorded in traces")
+    panel_trace()
+    st.stop()
 try:
     stream = _open(store_dir)
 except Exception as e:  # a broken store must leave the rest of the app usable
     st.error(f"Cannot open the memory store at {store_dir!r}: {type(e).__name__}: {e}")
     st.stop()
+
+opened = S.get("mem_opened_retrieval")
+if opened:
+    with st.container(border=True):
+        st.markdown(f"**Retrieval opened from the Run page:** {opened.get('label', '')}")
+        st.caption("Exactly as the agent recorded it at that step. Move the weights to see how it would rank "
+                   "with other weights.")
+        result = _parse_result(opened["result"])
+        if result is not None:
+            render_retrieval(result, key="mem_opened")
+        if st.button("Close", key="mem_opened_close"):
+            S.pop("mem_opened_retrieval", None)
+            st.rerun()
 
 frame = _memory_frame(stream)
 counts = frame["type"].value_counts() if len(frame) else pd.Series(dtype=int)

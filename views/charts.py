@@ -10,8 +10,9 @@ from typing import Iterable
 
 import plotly.graph_objects as go
 
-from agent_core.palette import ACTOR_COLORS, STAGNATION_COLOR
+from agent_core.palette import ACTOR_COLORS, MEMORY_COLOR, STAGNATION_COLOR
 from agent_core.trace import StepRecord
+from memory_store import TAG_COLORS
 from views.common import actor_color, actor_label, clip
 
 BACK_TO_SWIFT = ("buffer_empty", "buffer_failed")  # switch names that hand control back to Swift
@@ -84,9 +85,37 @@ def _critic_marks(records: list[StepRecord]) -> list[Marks]:
     return [called, other]
 
 
+def _memory_read_marks(records: list[StepRecord]) -> list[Marks]:
+    """T1 and T4, side by side in one lane (both can happen in one step: a failed T1 retry calls Sage)."""
+    t1 = Marks("memory T1 (Swift retry)", "star", MEMORY_COLOR)
+    t4 = Marks("memory T4 (Sage hints)", "square", MEMORY_COLOR)
+    for r in records:
+        for x in r.retrievals:
+            mark = {"T1": t1, "T4": t4}.get(x.trigger)
+            if mark is None:
+                continue
+            n = len(x.injected_ids)
+            text = f"step {r.step}: <b>{x.trigger}</b> {_h(x.why, 90)}<br>"
+            text += _h(x.error, 120) if x.error else f"{n} record(s) injected" + (f"<br>{_h(x.outcome, 120)}"
+                                                                                   if x.outcome else "")
+            mark.add(r.step - 0.18 if x.trigger == "T1" else r.step + 0.18, text)
+    return [t1, t4]
+
+
+def _memory_write_marks(records: list[StepRecord]) -> list[Marks]:
+    by_tag: dict[str, Marks] = {}
+    for r in records:
+        for w in r.memories_written:
+            m = by_tag.setdefault(w.tag, Marks(f"memory written: {w.tag}", "circle", TAG_COLORS.get(w.tag, "#777"),
+                                               size=8))
+            m.add(r.step, f"step {r.step}: wrote <b>{_h(w.tag)}</b><br>{_h(w.error or w.why, 120)}")
+    return list(by_tag.values())
+
+
 # lane name (y-axis label) -> mechanism that must have run (None: always) and the marks it holds
 LANES = (("switch", None, _switch_marks), ("Gate-1", "gate1", _drop_marks),
-         ("stagnation", "stagnation", _stagnation_marks), ("Critic", "critic", _critic_marks))
+         ("stagnation", "stagnation", _stagnation_marks), ("Critic", "critic", _critic_marks),
+         ("memory read", "amm", _memory_read_marks), ("memory write", "amm", _memory_write_marks))
 
 
 def _lanes(records: list[StepRecord], mechanisms: Iterable[str]) -> list[tuple[str, list[Marks]]]:

@@ -16,6 +16,7 @@ from agent_core.trace import EpisodeHeader, EpisodeSummary, StepRecord
 from views.charts import score_figure, timeline_figure
 from views.common import (MAPPING_WORDS, QUESTIONS, WHAT, actor_color, actor_label, badge, buffer_sources, chip,
                           clip, episode_mechanisms, record_at)
+from views.memory_panels import render_memory, render_memory_detail
 from views.srm_panels import render_critic_raw, render_srm, render_srm_detail
 
 LIST_PAGE = 20  # steps shown in the step list before "show all"
@@ -282,9 +283,7 @@ def render_step_detail(header: EpisodeHeader, r: StepRecord) -> None:
     render_srm_detail(header, r)
     if r.notes:
         st.markdown("**Notes from the agent:**\n" + "\n".join(f"- {n}" for n in r.notes))
-    if r.memories_written or r.retrievals:
-        st.caption(f"Memory: {len(r.memories_written)} written, {len(r.retrievals)} retrieval(s) at this step "
-                   f"(details on the Memory explorer page).")
+    render_memory_detail(header, r)
     if r.timings:
         st.caption("Time: " + ", ".join(f"{k} {v:.2f} s" for k, v in r.timings.items()))
     tabs = st.tabs(["Swift candidates", "Prompts & raw outputs", "Full record (JSON)"])
@@ -329,6 +328,7 @@ def render_episode(header: EpisodeHeader, records: list[StepRecord], t: int, sum
     render_alerts(header, records, t, summary)
     render_observation(header, records, t)
     render_srm(header, records, t)
+    render_memory(header, records, t)
     render_timeline(header, records, t, cursor=cursor)
     left, right = st.columns(2)
     with left:

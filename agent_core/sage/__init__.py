@@ -153,7 +153,7 @@ class SageContext:
     time: int
     history: list[tuple[str, str]]  # (action, observation), oldest first
     task_name: str = ""
-    memory: str = ""  # formatted AMM records (a hint, never authority), empty when AMM is off
+    memory: str = ""  # AMM's T4 block (header + records, hints only), inserted verbatim; empty when AMM is off
     called_because: str = ""  # which switching rule fired and what Swift proposed ("my instinct tells me ...")
     worked_examples: list[tuple[str, list[str]]] = field(default_factory=list)  # (task description, actions)
 
@@ -187,8 +187,7 @@ class Sage:
         return call
 
     def plan_prompt(self, ctx: SageContext) -> str:
-        memory = f"Hints from memory (may be wrong; the current observation comes first):\n{ctx.memory}\n" \
-            if ctx.memory else ""
+        memory = f"{ctx.memory}\n" if ctx.memory else ""  # AMM's block, with its own "hints only" header
         return self.plan_template.format(task=ctx.task, look=_clip(ctx.look, 900), inventory=_clip(ctx.inventory, 200),
                                          score=int(ctx.score), time=ctx.time,
                                          history=_history(ctx, self.cfg.grounding_history_k), memory=memory,

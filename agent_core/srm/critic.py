@@ -31,7 +31,7 @@ class CriticContext:
     history: list[tuple[str, str, float]]  # (action, observation, reward), oldest first
     report: StagnationReport
     valid: Sequence[str]
-    memory: str = ""  # AMM evidence (records that worked / to avoid); empty until AMM exists
+    memory: str = ""  # AMM's evidence block (header + records that worked / to avoid), inserted verbatim
 
 
 @dataclass
@@ -101,8 +101,7 @@ class Critic:
         rep = ctx.report
         report = "\n".join([f"- {m}: {w}" for m, w in zip(rep.modes, rep.explanation)] +
                            [f"- actions to avoid: {', '.join(repr(a) for a in rep.actions_to_avoid) or '(none)'}"])
-        memory = (f"\nEvidence from memory (hints only; the current observation comes first):\n{ctx.memory}\n"
-                  if ctx.memory else "")
+        memory = f"\n{ctx.memory}\n" if ctx.memory else ""  # AMM's evidence block, with its own header
         valid = filter_valid(ctx.valid, rep, ctx.task, c.critic_valid_list_max)
         return self.template.format(task=ctx.task, look=clean(ctx.look, 900), inventory=clean(ctx.inventory, 200),
                                     score=int(ctx.score), time=ctx.time, history="\n".join(rows) or "(none)",

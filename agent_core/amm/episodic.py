@@ -1,0 +1,369 @@
+"""AMM, the adaptive episodic memory (SPEC.md section 5): salience-gated writes after every step, triggered
+retrieval (T1-T4) and bounded injection, on the Generative Agents memory stream.
+
+Memory is informational: it never picks an action. Every operation returns a typed record for the step
+(`MemoryWrite`, `MemoryRetrieval`) and never raises: a store that fails (removed, unwritable, a broken
+embedder) is recorded, the prompt stays unmodified and the run goes on.
+
+One clock per store: `now` = the store's latest time when the episode started + the episode's step, so
+recency tells this episode's memories from those of earlier episodes.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from memory_store import MemoryStream
+from memory_store.reflection import maybe_reflect, should_reflect
+
+from ..actions import action_key
+from ..config import Config
+from ..swift.format import clean, fmt_num, fmt_reward
+from ..trace import MemoryRetrieval, MemoryWrite
+from .salience import StepFacts, importance, record_extra, record_text, salience
+from .store import StoreUnavailable, open_agent_store, prepare_store
+
+WORKED = ("success", "near-miss")
+SAGE_HEADER = ("Memories from earlier episodes (hints only, they may be wrong: the current observation, inventory "
+               "and valid actions come first; never focus on an object only because a memory names it):")
+CRITIC_HEADER = "Evidence from memory (hints only; the current observation and the constraints come first):"
+
+
+@dataclass
+class EpisodeMemoryStats:
+    """What the summary and the Evaluate page count per episode."""
+
+    writes: dict[str, int] = field(default_factory=dict)  # by tag
+    triggers: dict[str, int] = field(default_factory=dict)  # T1..T4, critic
+    injections: dict[str, int] = field(default_factory=dict)  # swift / sage / critic
+    errors: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"writes": dict(self.writes), "triggers": dict(self.triggers), "injections": dict(self.injections),
+                "errors": self.errors}
+
+
+def _bump(d: dict[str, int], key: str) -> None:
+    d[key] = d.get(key, 0) + 1
+
+
+class EpisodicMemory:
+    """The agent's episodic memory for one store; `start_episode` before each episode."""
+
+    def __init__(self, cfg: Config, runs_dir: str | Path):
+        self.cfg = cfg
+        self.c = cfg.amm
+        self.runs_dir = Path(runs_dir)
+        self.path: Path | None = None
+        self.stream: MemoryStream | None = None
+        self.seeded_from = ""
+        self.clock_start = 0.0
+        self.task = self.task_description = self.run_id = ""
+        self.variation = 0
+        self.stats = EpisodeMemoryStats()
+        self.cache: dict[str, MemoryRetrieval] = {}  # T2 / T3: the latest retrieval, for the Critic's evidence
+        self._t3_fired: set[str] = set()
+        self.reflection_thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ store
+    def default_store_dir(self) -> Path:
+        if self.c.store_dir:
+            return Path(self.c.store_dir)
+        return self.runs_dir / "memory" / ("agent" if self.c.warmup else "agent-empty")
+
+    def _check(self) -> MemoryStream:
+        if self.stream is None or self.path is None:
+            raise StoreUnavailable("the memory store is not open")
+        if not (self.path / "chroma.sqlite3").exists():
+            raise StoreUnavailable(f"the memory store at {self.path} is gone (its directory was removed)")
+        return self.stream
+
+    def start_episode(self, run_id: str, task: str, task_description: str, variation: int) -> dict[str, Any]:
+        """Open (and seed on first use) the store; returns what the episode header records."""
+        self.run_id, self.task, self.task_description, self.variation = run_id, task, task_description, variation
+        self.stats, self.cache, self._t3_fired = EpisodeMemoryStats(), {}, set()
+        info: dict[str, Any] = {}
+        try:
+            dest = self.default_store_dir()
+            self.path, self.seeded_from = prepare_store(dest, self.runs_dir, self.c.warmup, self.cfg.memory)
+            self.stream = open_agent_store(self.path, self.cfg.memory)
+            self.stream.refresh()
+            # one clock per store: continue after everything the store has seen
+            self.clock_start = float(int(self.stream.latest_time)) + 1.0
+            info = {"memories": len(self.stream), "clock": self.clock_start, "seeded_from": self.seeded_from}
+        except Exception as e:  # noqa: BLE001 - memory is optional: the run goes on without it
+            self.stream = None
+            info = {"error": f"{type(e).__name__}: {e}"}
+            self.stats.errors += 1
+        return info
+
+    def now(self, step: int) -> float:
+        return self.clock_start + step
+
+    # ------------------------------------------------------------------ writes
+    def write_step(self, step: int, facts: StepFacts) -> list[MemoryWrite]:
+        """The salience gate after an environment step: at most one record, nothing for an ordinary step."""
+        s = salience(facts, self.c)
+        if s is None:
+            return []
+        text = record_text(facts, s.tag, self.c)
+        w = MemoryWrite(tag=s.tag, rule=s.rule, why=s.why, text=text, now=self.now(step))
+        t0 = time.perf_counter()
+        try:
+            stream = self._check()
+            imp, src, err = importance(s, facts, self.c), "tag-rule", ""
+            if self.c.importance_mode == "llm":
+                imp, src, err = self._llm_importance(text, imp)
+            m = stream.add(text, w.now, "observation", importance=imp, importance_source=src, importance_error=err,
+                           tag=s.tag, task=self.task, episode=self.run_id,
+                           extra=record_extra(facts, s, step, self.run_id))
+            w.id, w.importance, w.importance_source = m.id, m.importance, src
+            _bump(self.stats.writes, s.tag)
+        except Exception as e:  # noqa: BLE001
+            w.error = f"{type(e).__name__}: {e}"
+            self.stats.errors += 1
+        w.elapsed_ms = round((time.perf_counter() - t0) * 1000, 2)
+        return [w]
+
+    llm_rate: Callable[[str], str] | None = None  # set by the agent when importance_mode is "llm"
+
+    def _llm_importance(self, text: str, fallback: float) -> tuple[float, str, str]:
+        from memory_store.reflection import rate_importance
+
+        if self.llm_rate is None:
+            return fallback, "tag-rule", "importance_mode=llm but no LLM is attached: the tag rule stands in"
+        r = rate_importance(text, self.llm_rate, self.cfg.memory, task=self.task)
+        return (r.value, "llm", "") if not r.error else (fallback, "tag-rule", f"LLM rating failed: {r.error}")
+
+    def write_plan(self, step: int, plan: dict[str, str], buffer: Sequence[str]) -> list[MemoryWrite]:
+        """Sage's Q1-Q5 answers and its buffer become a `plan` memory (SPEC section 7)."""
+        if not self.c.store_plans or not (plan or buffer):
+            return []
+        answers = " ".join(f"{q}: {clean(a, 160)}" for q, a in plan.items())
+        text = (f"PLAN for TASK: {clean(self.task_description, 160)} (step {step}) | {answers} | "
+                f"BUFFER: {'; '.join(buffer) or '(none)'}")
+        w = MemoryWrite(tag="plan", rule="plan", why="Sage planned: its answers and buffer are kept as a plan",
+                        text=text, type="plan", now=self.now(step))
+        t0 = time.perf_counter()
+        try:
+            m = self._check().add(text, w.now, "plan", importance=self.c.importance_plan, importance_source="tag-rule",
+                                  tag="plan", task=self.task, episode=self.run_id,
+                                  extra={"step": step, "run_id": self.run_id, "variation": self.variation})
+            w.id, w.importance, w.importance_source = m.id, m.importance, "tag-rule"
+            _bump(self.stats.writes, "plan")
+        except Exception as e:  # noqa: BLE001
+            w.error = f"{type(e).__name__}: {e}"
+            self.stats.errors += 1
+        w.elapsed_ms = round((time.perf_counter() - t0) * 1000, 2)
+        return [w]
+
+    # ------------------------------------------------------------------ retrieval
+    def query(self, room: str, inventory: str, history: Sequence[tuple[str, str]], attempted: str = "") -> str:
+        """A query in the records' own shape, so relevance compares like with like."""
+        recent = " ; ".join(f"{clean(a, 40)} -> {clean(o, 60)}" for a, o in history[-3:]) or "(start)"
+        q = (f"TASK: {clean(self.task_description, 160)} | ROOM: {room or '?'} | INVENTORY: {clean(inventory, 100)}"
+             f" | RECENT: {recent}")
+        return q + (f" | ACTION: {attempted}" if attempted else "")
+
+    def _retrieve(self, trigger: str, why: str, query: str, tags: Sequence[str], step: int) -> MemoryRetrieval:
+        r = MemoryRetrieval(trigger=trigger, why=why, query=query)
+        _bump(self.stats.triggers, trigger)
+        t0 = time.perf_counter()
+        try:
+            stream = self._check()
+            weights = {"recency": 0.0, "importance": 0.0, "relevance": 1.0} if self.c.scoring == "relevance" else None
+            r.result = stream.retrieve(query, self.now(step), self.c.retrieve_pool, trigger=trigger, tags=list(tags),
+                                       task=self.task if self.c.same_task_only else None, weights=weights)
+        except Exception as e:  # noqa: BLE001
+            r.error = f"retrieval failed, nothing injected: {type(e).__name__}: {e}"
+            self.stats.errors += 1
+        r.elapsed_ms = round((time.perf_counter() - t0) * 1000, 2)
+        return r
+
+    def _picked(self, r: MemoryRetrieval, limit: int, per_type: dict[str, int] | None = None,
+                order: Sequence[str] | None = None) -> list[tuple[Any, dict]]:
+        """Dedupe by content, cap per type, order by type then rank: (candidate, extra) pairs."""
+        if r.result is None:
+            return []
+        seen: set[str] = set()
+        counts: dict[str, int] = {}
+        out = []
+        for cand in r.result.top:
+            mem = self.stream.get(cand.id) if self.stream is not None else None
+            extra = mem.extra if mem is not None else {}
+            key = (f"{cand.tag}|{action_key(extra.get('action', ''))}|{clean(extra.get('result', ''), 60).lower()}"
+                   if extra.get("action") else cand.description.strip().lower())
+            if key in seen:
+                continue
+            if per_type is not None and counts.get(cand.tag, 0) >= per_type.get(cand.tag, limit):
+                continue
+            seen.add(key)
+            counts[cand.tag] = counts.get(cand.tag, 0) + 1
+            out.append((cand, extra))
+        if order:
+            rank = {t: i for i, t in enumerate(order)}
+            out.sort(key=lambda ce: (rank.get(ce[0].tag, len(rank)), ce[0].rank or 0))
+        return out[:limit]
+
+    def _swift_line(self, cand, extra: dict) -> str:
+        a, o, t = self.c.swift_field_chars
+        if not extra.get("action"):
+            return clean(cand.description, a + o)
+        return (f"{clean(extra['action'], a)} ({fmt_reward(extra.get('reward', 0.0))}) --> "
+                f"{clean(extra.get('result', ''), o)} "
+                + clean(f"[{cand.tag}, score {fmt_num(extra.get('score_before', 0))} -> "
+                        f"{fmt_num(extra.get('score_after', 0))}]", t))
+
+    def _sage_line(self, cand, extra: dict) -> str:
+        if extra.get("action"):
+            s = (f"- [{cand.tag}] in {extra.get('room') or '?'}: {extra['action']} --> {extra.get('result', '')} "
+                 f"({fmt_reward(extra.get('reward', 0.0))}: {fmt_num(extra.get('score_before', 0))} -> "
+                 f"{fmt_num(extra.get('score_after', 0))})")
+        else:
+            s = f"- [{cand.tag or cand.type}] {cand.description}"
+        return clean(s, self.c.sage_record_chars)
+
+    def t1(self, step: int, room: str, inventory: str, history: Sequence[tuple[str, str]],
+           swift_top1: str) -> MemoryRetrieval:
+        """Swift's top action is invalid: the records that worked, as a short field for Swift's retry."""
+        r = self._retrieve("T1", f"Swift's top action '{swift_top1}' is not valid here",
+                           self.query(room, inventory, history, swift_top1), WORKED, step)
+        try:
+            picked = self._picked(r, self.c.swift_max_records)
+            if picked:
+                r.injected_ids = [c.id for c, _ in picked]
+                r.injected_text = "; Memory: [" + " | ".join(self._swift_line(c, e) for c, e in picked) + "]"
+                if self.c.swift_injection:
+                    r.injected_into = "swift"
+                    _bump(self.stats.injections, "swift")
+                else:
+                    r.outcome = "retrieved and logged only: Swift T1 injection is off in this configuration"
+            elif r.error is None:
+                r.outcome = "no record to inject: Swift is not retried"
+        except Exception as e:  # noqa: BLE001
+            r.error, r.injected_text, r.injected_into = f"formatting failed: {type(e).__name__}: {e}", "", ""
+        return r
+
+    def t4(self, step: int, room: str, inventory: str, history: Sequence[tuple[str, str]],
+           actions_failed: bool) -> MemoryRetrieval:
+        """Every Sage planning call: at most `sage_max_records` hints, worked records first."""
+        tags = list(WORKED) + ["insight", "plan"] + (["avoidance"] if actions_failed else [])
+        why = "Sage is planning" + (" (recent actions failed: avoidance records too)" if actions_failed else "")
+        r = self._retrieve("T4", why, self.query(room, inventory, history), tags, step)
+        try:
+            per_type = {**{t: self.c.sage_max_records for t in tags}, **{
+                k: int(v) for k, _, v in (s.partition(":") for s in self.c.sage_max_per_type)}}
+            picked = self._picked(r, self.c.sage_max_records, per_type, self.c.sage_type_order)
+            lines: list[str] = []
+            for cand, extra in picked:
+                line = self._sage_line(cand, extra)
+                if len(SAGE_HEADER) + sum(len(x) + 1 for x in lines) + len(line) > self.c.sage_block_chars:
+                    break  # the block cap drops whole records, from the end of the fixed order
+                lines.append(line)
+                r.injected_ids.append(cand.id)
+            if lines:
+                r.injected_text, r.injected_into = SAGE_HEADER + "\n" + "\n".join(lines), "sage"
+                _bump(self.stats.injections, "sage")
+        except Exception as e:  # noqa: BLE001
+            r.error, r.injected_text, r.injected_into, r.injected_ids = \
+                f"formatting failed: {type(e).__name__}: {e}", "", "", []
+        return r
+
+    def after_step(self, step: int, room: str, inventory: str, history: Sequence[tuple[str, str]],
+                   rewards: Sequence[float], invalid_actions: Sequence[str]) -> list[MemoryRetrieval]:
+        """T2 (no progress for N steps) and T3 (the same invalid action again): retrieve and cache, never inject."""
+        out: list[MemoryRetrieval] = []
+        since = 0
+        for x in reversed(rewards):
+            if x > 0:
+                break
+            since += 1
+        for n in self.c.t2_no_progress_steps:
+            if since == n:  # each crossing fires once per stretch without progress
+                r = self._retrieve("T2", f"no progress for {n} steps", self.query(room, inventory, history),
+                                   WORKED, step)
+                r.outcome = "cached: the Critic's evidence slot (Full) uses it; never injected otherwise"
+                self.cache["T2"] = r
+                out.append(r)
+        if invalid_actions:
+            last = invalid_actions[-1]
+            k = action_key(last)
+            n = sum(1 for a in invalid_actions if action_key(a) == k)
+            if n >= self.c.t3_repeat_invalid and k not in self._t3_fired:
+                self._t3_fired.add(k)
+                r = self._retrieve("T3", f"the invalid action '{last}' was repeated ({n} times)",
+                                   self.query(room, inventory, history, last), ["avoidance"], step)
+                r.outcome = "cached: the Critic's evidence slot (Full) uses it; never injected otherwise"
+                self.cache["T3"] = r
+                out.append(r)
+        return out
+
+    def critic_evidence(self, step: int) -> MemoryRetrieval | None:
+        """Full: up to 3 records that worked (from the latest T2) + 1 to avoid (from the latest T3)."""
+        worked, avoid = self.cache.get("T2"), self.cache.get("T3")
+        if worked is None and avoid is None:
+            return None
+        r = MemoryRetrieval(trigger="critic", why="evidence for the Critic from the cached T2 / T3 retrievals",
+                            query="", result=(worked or avoid).result)
+        _bump(self.stats.triggers, "critic")
+        try:
+            picked = (self._picked(worked, self.c.critic_worked_records) if worked else []) + \
+                     (self._picked(avoid, self.c.critic_avoid_records) if avoid else [])
+            if picked:
+                r.injected_ids = [c.id for c, _ in picked]
+                r.injected_text = CRITIC_HEADER + "\n" + "\n".join(self._sage_line(c, e) for c, e in picked)
+                r.injected_into = "critic"
+                _bump(self.stats.injections, "critic")
+            r.outcome = "from " + ", ".join(f"the {t} retrieval" for t, x in (("T2", worked), ("T3", avoid)) if x)
+        except Exception as e:  # noqa: BLE001
+            r.error, r.injected_text, r.injected_into = f"formatting failed: {type(e).__name__}: {e}", "", ""
+        return r
+
+    # ------------------------------------------------------------------ reflection
+    def reflection_status(self) -> tuple[bool, float]:
+        try:
+            stream = self._check()
+            return should_reflect(stream), stream.importance_since_last_reflection()
+        except Exception:  # noqa: BLE001
+            return False, 0.0
+
+    def end_episode(self, steps: int, generate: Callable[[str], str] | None, background: bool) -> str:
+        """Reflection between episodes (GA): when the summed importance since the last one exceeds the
+        threshold. In the background when asked (the app), so no step waits minutes for it."""
+        if self.c.reflection == "off" or self.stream is None:
+            return "reflection is off"
+        due, total = self.reflection_status()
+        thr = self.cfg.memory.reflection_threshold
+        if not due:
+            return f"not due: importance since the last reflection {total:.0f} <= {thr:g}"
+        if generate is None:
+            return f"due ({total:.0f} > {thr:g}) but no LLM is attached"
+        stream, now, task, run_id = self.stream, self.now(steps) + 0.5, self.task, self.run_id
+        path = self.path
+
+        def job() -> None:
+            t0 = time.time()
+            try:
+                res = maybe_reflect(stream, generate, now, task=task, episode=run_id,
+                                    importance=self.c.importance_reflection if self.c.importance_mode == "tag" else None,
+                                    tag="insight")
+                entry = {"after_run": run_id, "task": task, "started": t0, "seconds": round(time.time() - t0, 1),
+                         "store_clock": now, **(res.to_dict() if res else {"skipped": "no longer due"})}
+            except Exception as e:  # noqa: BLE001
+                entry = {"after_run": run_id, "task": task, "started": t0, "error": f"{type(e).__name__}: {e}"}
+            try:
+                with open(Path(path) / "reflections.jsonl", "a", encoding="utf-8") as fh:
+                    fh.write(json.dumps(entry, default=str) + "\n")
+            except OSError:
+                pass
+
+        if background:
+            self.reflection_thread = threading.Thread(target=job, name="amm-reflection", daemon=True)
+            self.reflection_thread.start()
+            return f"due ({total:.0f} > {thr:g}): reflecting in the background (log: reflections.jsonl)"
+        job()
+        return f"due ({total:.0f} > {thr:g}): reflected after the episode (log: reflections.jsonl)"

@@ -1,0 +1,303 @@
+"""AMM in the agent, for real: the shipped Swift on the real ScienceWorld JVM, a real Chroma store on disk and
+the real MiniLM embedder; Sage is a scripted LLM (its prompts are what the tests read)."""
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from agent_core.amm import SAGE_HEADER, StepFacts, parse_rules, salience
+from agent_core.amm import store as amm_store
+from agent_core.config import AMMConfig, apply_overrides, preset
+from agent_core.controller import Agent, ScriptedSwift, mechanisms
+from agent_core.env import catalog
+from agent_core.llm import ScriptedBackend
+from agent_core.trace import read_episode
+from memory_store import MemoryConfig, MemoryStream
+
+PLAN = "Q1: a pot and water.\nQ2: the pot.\nQ3: fill the pot, heat it.\nQ4: find the pot.\nQ5: no."
+INVALID_OBS = ("No known action matches that input.", "Unknown action.")
+STEPS = 25
+
+
+def _llm():
+    return ScriptedBackend(lambda p: PLAN if "Answer the five questions" in p else "look around\nteleport to kitchen")
+
+
+class SpySwift:
+    """The shipped Swift model, recording the memory field of every retry (T1)."""
+
+    def __init__(self, inner):
+        self.inner, self.name, self.memories = inner, inner.name, []
+
+    def propose(self, state, valid, memory=""):
+        if memory:
+            self.memories.append(memory)
+        return self.inner.propose(state, valid, memory=memory)
+
+
+@pytest.fixture(scope="module")
+def real_swift():
+    from agent_core.controller import load_swift
+
+    return load_swift(preset("amm"))
+
+
+def _cfg(store: Path, name: str = "amm", **extra):
+    return apply_overrides(preset(name), {"amm.store_dir": str(store), "amm.warmup": False,
+                                          "env.step_limit": STEPS, "amm.reflection": "off", **extra})
+
+
+@pytest.fixture(scope="module")
+def two_episodes(tmp_path_factory, sw_env, real_swift):
+    """Two boil episodes on one (initially empty) store: a train variation, then a test variation."""
+    tmp = tmp_path_factory.mktemp("amm")
+    store = tmp / "store"
+    spy = SpySwift(real_swift)
+    llm = _llm()
+    agent = Agent(_cfg(store), spy, llm, env=sw_env, runs_dir=tmp / "runs")
+    eps = []
+    for split in ("train", "test"):
+        info = catalog().get("boil")
+        agent.start("boil", (info.train if split == "train" else info.test)[0], split=split)
+        agent.run()
+        eps.append(read_episode(agent.trace_path))
+    return {"episodes": eps, "spy": spy, "llm": llm, "store": store, "tmp": tmp}
+
+
+# ------------------------------------------------------------------ the salience gate, rule by rule
+
+def _facts(**kw):
+    base = dict(task="boil", task_description="Your task is to boil water.", variation=0, room="kitchen",
+                inventory="nothing", action="open door", observation="The door is now open.", reward=0.0,
+                score_before=10.0, score_after=10.0, done=False)
+    return StepFacts(**{**base, **kw})
+
+
+@pytest.mark.parametrize("kw, rule, tag", [
+    (dict(done=True, score_after=100.0, reward=10.0), "ended_100", "success"),
+    (dict(done=True, score_after=-100.0, reward=-110.0), "ended_other", "avoidance"),
+    (dict(done=True, score_after=40.0), "ended_other", "avoidance"),  # the step limit ended it
+    (dict(observation="No known action matches that input."), "invalid_feedback", "avoidance"),
+    (dict(observation="You can't move to the kitchen from here."), "invalid_feedback", "avoidance"),
+    (dict(action="focus on water", reward=5.0, score_after=15.0), "focus_reward", "success"),
+    (dict(reward=25.0, score_after=35.0), "big_reward", "success"),
+    (dict(action="wait1", reward=8.0, score_after=18.0), "wait_reward", "near-miss"),
+    (dict(reward=3.0, score_after=13.0), "small_reward", "near-miss"),
+])
+def test_each_salience_rule(kw, rule, tag):
+    s = salience(_facts(**kw), AMMConfig())
+    assert s is not None and (s.rule, s.tag) == (rule, tag) and s.why
+
+
+def test_ordinary_steps_are_not_written_and_the_table_is_configurable():
+    assert salience(_facts(), AMMConfig()) is None  # no reward, valid, not over
+    assert salience(_facts(reward=-5.0, score_after=5.0), AMMConfig()) is None  # a loss is no rule of its own
+    # precedence is the table's order: a small reward on a focus is a success only while focus_reward comes first
+    f = _facts(action="focus on water", reward=5.0, score_after=15.0)
+    cfg = AMMConfig(tag_rules=("small_reward:near-miss", "focus_reward:success"))
+    assert salience(f, cfg).rule == "small_reward"
+    assert salience(f, AMMConfig(tag_rules=("ended_100:success",))) is None
+    with pytest.raises(ValueError, match="unknown rule 'lucky'"):
+        parse_rules(AMMConfig(tag_rules=("lucky:success",)))
+    with pytest.raises(ValueError, match="unknown tag 'great'"):
+        parse_rules(AMMConfig(tag_rules=("big_reward:great",)))
+
+
+def test_presets_say_what_runs():
+    assert "amm" in mechanisms(preset("amm")) and "amm_swift_injection" in mechanisms(preset("amm"))
+    assert "amm" not in mechanisms(preset("baseline")) and "amm" not in mechanisms(preset("srm"))
+    assert "amm_swift_injection" not in mechanisms(preset("full-no-swift-t1"))
+    assert not preset("full-weak-memory").amm.warmup
+
+
+# ------------------------------------------------------------------ writes, T1, T4, clock: real episodes
+
+def _expected_salient(r) -> bool:
+    text = r.observation.strip()
+    return (r.done or r.reward > 0 or text.startswith(INVALID_OBS) or "You can't" in text[:120]
+            or "You cannot" in text[:120])
+
+
+def test_amm_writes_exactly_the_salient_steps(two_episodes):
+    total = 0
+    for ep in two_episodes["episodes"]:
+        assert "amm" in ep.header.mechanisms and ep.header.memory_store == str(two_episodes["store"])
+        for r in ep.steps:
+            obs_writes = [w for w in r.memories_written if w.type == "observation"]
+            assert bool(obs_writes) == _expected_salient(r), (r.step, r.action, r.observation, r.reward)
+            assert len(obs_writes) <= 1
+            for w in r.memories_written:
+                assert w.error is None and w.id and w.importance_source == "tag-rule"
+                assert f"ACTION: {r.action}" in w.text or w.type == "plan" or r.menu
+            total += sum(1 for w in r.memories_written if not w.error)
+        assert ep.summary.memory["writes"] and ep.summary.memory["errors"] == 0
+    stream = MemoryStream(MemoryConfig(persist_dir=str(two_episodes["store"])), path=two_episodes["store"])
+    assert len(stream) == total  # nothing else was written
+    tags = {m.tag for m in stream.memories()}
+    assert "plan" in tags and tags <= {"success", "near-miss", "avoidance", "plan"}
+
+
+def test_t1_retries_swift_with_at_most_3_records(two_episodes):
+    ep2 = two_episodes["episodes"][1]
+    t1 = [(r, x) for r in ep2.steps for x in r.retrievals if x.trigger == "T1"]
+    assert t1, "the shipped Swift proposes invalid actions on boil: T1 must fire"
+    injected = [(r, x) for r, x in t1 if x.injected_into == "swift"]
+    assert injected
+    for r, x in injected:
+        assert r.swift_top1 is not None
+        items = x.injected_text.removeprefix("; Memory: [").removesuffix("]").split(" | ")
+        assert 1 <= len(items) == len(x.injected_ids) <= 3
+        assert x.injected_text in two_episodes["spy"].memories  # exactly what Swift's retry got
+        assert set(x.injected_ids) <= set(x.result.top_ids)
+        assert all(c.tag in ("success", "near-miss") for c in x.result.top)
+        assert "Swift's retry with memory proposed" in x.outcome
+        # still invalid after the retry -> the invalid switching rule handed the step to Sage
+        if "still invalid" in x.outcome:
+            assert r.trigger is not None and "invalid" in r.trigger.evidence.get("all_triggers", [r.trigger.name])
+
+
+def test_t4_injects_at_most_5_records_after_the_state(two_episodes):
+    seen = 0
+    for ep in two_episodes["episodes"]:
+        for r in ep.steps:
+            plan_calls = [c for c in r.llm_calls if c.purpose == "plan"]
+            t4 = [x for x in r.retrievals if x.trigger == "T4"]
+            assert len(t4) == len(plan_calls)  # every planning call, and only those
+            for x, call in zip(t4, plan_calls):
+                if not x.injected_text:
+                    assert SAGE_HEADER not in call.prompt  # nothing found: the prompt is unmodified
+                    continue
+                seen += 1
+                lines = x.injected_text.splitlines()
+                assert lines[0] == SAGE_HEADER and 1 <= len(lines) - 1 == len(x.injected_ids) <= 5
+                assert x.injected_text in call.prompt
+                at = call.prompt.index(x.injected_text)
+                assert call.prompt.index("Current room:") < at and call.prompt.index("Inventory:") < at
+                assert len(x.injected_text) <= AMMConfig().sage_block_chars
+    assert seen, "the second episode's Sage calls must get hints from the first episode"
+
+
+def test_recency_tells_episodes_apart(two_episodes):
+    ep1, ep2 = two_episodes["episodes"]
+    created_1 = [w.now for r in ep1.steps for w in r.memories_written]
+    clock2 = ep2.header.memory_at_start["clock"]
+    assert clock2 > max(created_1)  # one clock per store, across episodes
+    assert ep2.header.memory_at_start["memories"] == len(created_1)
+    first = next(x.result for r in ep2.steps for x in r.retrievals if x.result is not None and x.result.candidates)
+    decay = first.decay
+    assert first.now >= clock2
+    for c in first.candidates:  # last week's memories have faded: recency from the store's own clock
+        assert c.episode == ep1.header.run_id and c.last_access < clock2
+        assert c.recency == pytest.approx(decay ** (first.now - c.last_access)) and c.recency < 1.0
+    if len({c.last_access for c in first.candidates}) > 1:
+        assert len({round(c.recency_n, 6) for c in first.candidates}) > 1  # no collapse to 0.5 for everyone
+    # later in episode 2, this episode's own fresh memories are more recent than any untouched old one
+    later = [x.result for r in ep2.steps for x in r.retrievals if x.result is not None]
+    mixed = [res for res in later if {c.episode for c in res.candidates} == {ep1.header.run_id, ep2.header.run_id}]
+    assert mixed, "some retrieval in episode 2 must weigh memories of both episodes"
+    for res in mixed:
+        touched_in_ep2 = {c.id for c in res.candidates if c.last_access >= clock2}
+        old = [c.recency for c in res.candidates if c.episode == ep1.header.run_id and c.id not in touched_in_ep2]
+        new = [c.recency for c in res.candidates if c.episode == ep2.header.run_id]
+        if old and new:
+            assert max(old) < min(new)
+
+
+# ------------------------------------------------------------------ a store that fails mid-run
+
+def _invalid_swift():
+    return ScriptedSwift(lambda state, valid: "xyzzy the pot")  # never valid: T1, then Sage every time
+
+
+def test_store_removed_mid_run_leaves_prompts_unmodified(tmp_path, sw_env, two_episodes):
+    store = tmp_path / "store"
+    shutil.copytree(two_episodes["store"], store)
+    llm = _llm()
+    agent = Agent(_cfg(store, **{"env.step_limit": 12}), _invalid_swift(),
+                  llm, env=sw_env, runs_dir=tmp_path / "runs")
+    agent.start("boil", catalog().get("boil").test[1], split="test")
+    before = [agent.step() for _ in range(3)]
+    assert any(x.trigger == "T1" and x.result is not None for r in before for x in r.retrievals)
+    shutil.rmtree(store)
+    agent.run()
+    ep = read_episode(agent.trace_path)
+    assert ep.summary.reason == "step_limit" and len(ep.steps) == 12  # the run went on
+    after = ep.steps[3:]
+    errors = [x for r in after for x in r.retrievals] + [w for r in after for w in r.memories_written]
+    assert errors and all(e.error and "is gone" in e.error for e in errors)
+    plans = [c for r in after for c in r.llm_calls if c.purpose == "plan"]
+    assert plans and all(SAGE_HEADER not in c.prompt for c in plans)
+    assert all(x.injected_text == "" and x.injected_into == "" for r in after for x in r.retrievals)
+    assert ep.summary.memory["errors"] >= len(errors)
+
+
+def test_unwritable_store_is_recorded_and_the_run_goes_on(tmp_path, sw_env, two_episodes, monkeypatch):
+    """A store whose database refuses writes (what SQLite says for a read-only store; CI runs as root, for
+    whom file permissions do not bind, so the refusal is injected at the Chroma call)."""
+    store = tmp_path / "store"
+    shutil.copytree(two_episodes["store"], store)
+    agent = Agent(_cfg(store, **{"env.step_limit": 6}), _invalid_swift(), _llm(), env=sw_env,
+                  runs_dir=tmp_path / "runs")
+    agent.start("boil", catalog().get("boil").test[1], split="test")
+
+    def refuse(*a, **k):
+        raise sqlite3.OperationalError("attempt to write a readonly database")
+
+    monkeypatch.setattr(agent.amm.stream._collection, "add", refuse)
+    agent.run()
+    ep = read_episode(agent.trace_path)
+    writes = [w for r in ep.steps for w in r.memories_written]
+    assert writes and all("readonly database" in w.error and not w.id for w in writes)
+    assert len(ep.steps) == 6
+    # reads still work on that store: T1 injected records although writes fail
+    assert any(x.injected_into == "swift" for r in ep.steps for x in r.retrievals)
+
+
+# ------------------------------------------------------------------ the shipped warm store
+
+def test_warm_store_is_copied_never_written(tmp_path, sw_env, monkeypatch, two_episodes):
+    export = tmp_path / "warm.jsonl.gz"
+    src = MemoryStream(MemoryConfig(persist_dir=str(two_episodes["store"])), path=two_episodes["store"])
+    n = amm_store.export_store(src, export)
+    monkeypatch.setattr(amm_store, "WARM_EXPORT", export)
+    digest = export.read_bytes()
+    cfg = apply_overrides(preset("amm"), {"env.step_limit": 4, "amm.reflection": "off"})  # default: warm store
+    agent = Agent(cfg, _invalid_swift(), _llm(), env=sw_env, runs_dir=tmp_path / "runs")
+    agent.start("boil", catalog().get("boil").test[2], split="test")
+    agent.run()
+    ep = read_episode(agent.trace_path)
+    assert ep.header.memory_at_start["memories"] == n
+    assert ep.header.memory_at_start["seeded_from"] == "copy of the shipped warm store"
+    assert Path(ep.header.memory_store) == tmp_path / "runs" / "memory" / "agent"
+    assert export.read_bytes() == digest  # the shipped export is untouched
+    seed = amm_store.seed_dir(tmp_path / "runs", True)
+    assert len(MemoryStream(MemoryConfig(persist_dir=str(seed)), path=seed)) == n  # the seed too
+    # export -> import keeps ids, tags, times and importance
+    lines = [json.loads(x) for x in gzip.open(export, "rt")]
+    copy = MemoryStream(MemoryConfig(persist_dir=str(tmp_path / "copy")), path=tmp_path / "copy")
+    assert amm_store.import_export(copy, export) == n == len(lines)
+    a, b = src.memories(), copy.memories()
+    assert [(m.id, m.tag, m.created, m.importance, m.extra) for m in a] == \
+           [(m.id, m.tag, m.created, m.importance, m.extra) for m in b]
+    # the weak-memory variant starts empty, in its own store
+    weak = Agent(apply_overrides(preset("full-weak-memory"), {"env.step_limit": 2, "amm.reflection": "off"}),
+                 _invalid_swift(), _llm(), env=sw_env, runs_dir=tmp_path / "runs")
+    h = weak.start("boil", catalog().get("boil").test[2], split="test")
+    assert h.memory_at_start["memories"] == 0 and h.memory_store.endswith("agent-empty")
+    weak.finish("stopped")
+
+
+def test_shipped_warm_store_manifest_matches_the_export():
+    manifest = amm_store.warm_manifest()
+    if not amm_store.WARM_EXPORT.exists():
+        pytest.fail("assets/memory/warm_store.jsonl.gz is missing: build it with python -m agent_core.warmup")
+    lines = [json.loads(x) for x in gzip.open(amm_store.WARM_EXPORT, "rt")]
+    assert manifest["memories"] == len(lines) > 100
+    assert sum(manifest["by_tag"].values()) == len(lines)
+    assert manifest["split"] == "train" and manifest["episodes"] == 60
+    assert amm_store.WARM_EXPORT.stat().st_size < 20 * 2 ** 20
