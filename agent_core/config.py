@@ -159,6 +159,9 @@ class AMMConfig:
     store_plans: bool = True  # Sage's Q1-Q5 answers and buffer become a `plan` memory
     reflection: str = "after_episode"  # after_episode (background in the app) | off
     reflection_max_tokens: int = 200
+    # memories shown to the reflection prompt (GA: 100). 40 one-line statements fit the embedded 1.5B model's
+    # 4,096-token context with room for the answer; raise it with a larger model.
+    reflection_window: int = 40
 
 
 @dataclass

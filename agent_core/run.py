@@ -52,6 +52,11 @@ def progress_line(rec: StepRecord) -> str:
         srm.append(f"Critic {rec.critic.status}")
     if rec.stagnation:
         srm.append("stagnation: " + ", ".join(rec.stagnation.modes))
+    for w in rec.memories_written:  # AMM
+        srm.append(f"memory {'write failed' if w.error else 'wrote ' + w.tag}")
+    for x in rec.retrievals:
+        srm.append(f"{x.trigger}: " + ("failed" if x.error else f"{len(x.injected_ids)} injected into {x.injected_into}"
+                                      if x.injected_into else "logged"))
     extra = f"  [{'; '.join(srm)}]" if srm else ""
     return f"step {rec.step:3d} [{rec.system}{why}] {rec.action} -> {obs}  score {rec.score:g}{reward}{extra}"
 
@@ -114,6 +119,11 @@ def main(argv: list[str] | None = None) -> int:
         critic = Counter(r.critic.status for r in agent.records if r.critic)
         print(f"   SRM: Gate-1 drops {dict(drops) or '{}'}, stagnation reports "
               f"{sum(1 for r in agent.records if r.stagnation)}, Critic {dict(critic) or '{}'}")
+    if cfg.amm.enabled and summary is not None:
+        m = summary.memory
+        print(f"   AMM: writes {m.get('writes', {})}, triggers {m.get('triggers', {})}, injections "
+              f"{m.get('injections', {})}, errors {m.get('errors', 0)}; store {m.get('store', '')}; "
+              f"reflection: {m.get('reflection', '')}")
     print(f"trace: {agent.trace_path}")
     return 0 if summary.reason != "error" else 1
 

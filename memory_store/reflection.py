@@ -186,26 +186,32 @@ def should_reflect(stream: MemoryStream, config: MemoryConfig | None = None) -> 
 
 def maybe_reflect(stream: MemoryStream, generate: Generate, now: float, *, task: str = "",
                   episode: str | int = "", config: MemoryConfig | None = None,
-                  importance: float | None = None, tag: str = "") -> ReflectionResult | None:
+                  importance: float | None = None, tag: str = "",
+                  statement: Callable[[Memory], str] | None = None) -> ReflectionResult | None:
     """Reflect when the summed importance since the last reflection exceeds the threshold;
     None when it does not."""
     if not should_reflect(stream, config):
         return None
-    return reflect(stream, generate, now, task=task, episode=episode, config=config, importance=importance, tag=tag)
+    return reflect(stream, generate, now, task=task, episode=episode, config=config, importance=importance, tag=tag,
+                   statement=statement)
 
 
 def reflect(stream: MemoryStream, generate: Generate, now: float, *, task: str = "",
             episode: str | int = "", config: MemoryConfig | None = None,
-            importance: float | None = None, tag: str = "") -> ReflectionResult:
+            importance: float | None = None, tag: str = "",
+            statement: Callable[[Memory], str] | None = None) -> ReflectionResult:
     """GA's reflection. `importance` given: every insight gets it (no rating call per insight, which on a
-    CPU costs a minute each); None: the LLM rates each insight."""
+    CPU costs a minute each); None: the LLM rates each insight. `statement` turns a memory into the line the
+    prompts show (default: its description); a caller with long structured records passes a compact form
+    so 100 statements fit a small model's context."""
+    line = statement or (lambda m: m.description)
     c = config or stream.config
     res = ReflectionResult(now=float(now), importance_sum=stream.importance_since_last_reflection())
     recent = stream.recent(c.reflection_recent_window)
     if not recent:
         res.errors.append("no memories to reflect on")
         return res
-    statements = "\n".join(f"[{m.id}] {m.description}" for m in recent)
+    statements = "\n".join(f"[{m.id}] {line(m)}" for m in recent)
     q_call = _call(generate, "reflection_questions",
                    load_prompt("reflection_questions").format(statements=statements, n=c.reflection_questions))
     res.calls.append(q_call)
@@ -227,7 +233,8 @@ def reflect(stream: MemoryStream, generate: Generate, now: float, *, task: str =
         if not ids:
             continue
         by_id = {cand.id: cand for cand in r.candidates}
-        numbered = "\n".join(f"{i}. {by_id[mid].description}" for i, mid in enumerate(ids, 1))
+        numbered = "\n".join(f"{i}. {line(stream.get(mid)) if stream.get(mid) else by_id[mid].description}"
+                              for i, mid in enumerate(ids, 1))
         i_call = _call(generate, "reflection_insights", load_prompt("reflection_insights").format(
             statements=numbered, question=question, n=c.reflection_insights_per_question))
         res.calls.append(i_call)

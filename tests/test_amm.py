@@ -301,3 +301,95 @@ def test_shipped_warm_store_manifest_matches_the_export():
     assert sum(manifest["by_tag"].values()) == len(lines)
     assert manifest["split"] == "train" and manifest["episodes"] == 60
     assert amm_store.WARM_EXPORT.stat().st_size < 20 * 2 ** 20
+
+
+# ------------------------------------------------------------------ the Run page's Memory panel, from a real trace
+
+def test_run_page_memory_panel_from_a_real_amm_trace(monkeypatch, tmp_path, two_episodes):
+    from streamlit.testing.v1 import AppTest
+
+    ep = two_episodes["episodes"][1]
+    monkeypatch.setenv("SWIFTSAGE_RUNS_DIR", str(ep.path.parent))
+    monkeypatch.setenv("SWIFTSAGE_EXAMPLES_DIR", str(tmp_path / "no-examples"))
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "pages" / "0_Run.py"), default_timeout=120)
+    at.run()
+    at.radio(key="run_source").set_value("Recorded episode").run()
+    at.selectbox(key="run_trace").set_value(str(ep.path)).run()
+    assert not at.exception, at.exception
+    step, r = next((r.step, r) for r in ep.steps if any(x.trigger == "T1" and x.injected_text for x in r.retrievals))
+    at.slider(key="run_rec_step").set_value(step).run()
+    assert not at.exception, at.exception
+    md = "\n".join(m.value for m in at.markdown)
+    assert "Episodic memory (AMM) at this step" in md and "**T1**" in md
+    t1 = next(x for x in r.retrievals if x.trigger == "T1")
+    assert any(c.value == t1.injected_text for c in at.code)  # the exact injected text
+    bars = []
+    for c in at.get("plotly_chart"):
+        spec = json.loads(c.proto.spec)
+        names = [d.get("name", "").split(" ")[0] for d in spec["data"]]
+        if names == ["recency", "importance", "relevance"]:
+            bars.append(spec)
+    assert bars and len(bars[0]["data"][0]["y"]) == len(t1.result.top)  # one stacked bar per retrieved memory
+    # the timeline marks T1 / T4
+    timeline = next(json.loads(c.proto.spec) for c in at.get("plotly_chart")
+                    if any(d.get("type") == "bar" and d.get("name", "").startswith("Swift")
+                           for d in json.loads(c.proto.spec)["data"]))
+    names = {d.get("name") for d in timeline["data"]}
+    assert "memory T1 (Swift retry)" in names and "memory T4 (Sage hints)" in names
+    # a step that wrote a memory shows its tag chip; "Open in the Memory explorer" asks for this retrieval
+    at.button(key=f"run_mem_{step}_{r.retrievals.index(t1)}_open").click().run()
+    req = at.session_state["mem_open_request"]
+    assert req["store"] == ep.header.memory_store and req["result"]["top_ids"] == t1.result.top_ids
+    wstep = next(x.step for x in ep.steps if any(w.tag == "avoidance" for w in x.memories_written))
+    at.slider(key="run_rec_step").set_value(wstep).run()
+    assert ">avoidance</span>" in "\n".join(m.value for m in at.markdown)
+
+
+# ------------------------------------------------------------------ reflection between episodes
+
+def _reflecting_llm():
+    def reply(p: str) -> str:
+        if "Answer the five questions" in p:
+            return PLAN
+        if "Question:" in p:  # memory_store/prompts/reflection_insights.txt
+            return "1. Heating needs the stove activated first (because of 1, 2)\n2. an unsupported guess"
+        if "high-level questions" in p:  # reflection_questions.txt
+            return "What heats the water fastest?\nWhich actions were rejected?\nWhere is the pot?"
+        return "look around"
+    return ScriptedBackend(reply)
+
+
+@pytest.mark.parametrize("background", [False, True])
+def test_reflection_runs_between_episodes_and_t4_can_retrieve_it(tmp_path, sw_env, two_episodes, background):
+    store = tmp_path / "store"
+    shutil.copytree(two_episodes["store"], store)
+    llm = _reflecting_llm()
+    cfg = _cfg(store, **{"env.step_limit": 8, "amm.reflection": "after_episode", "memory.reflection_threshold": 20})
+    agent = Agent(cfg, _invalid_swift(), llm, env=sw_env, runs_dir=tmp_path / "runs",
+                  reflect_in_background=background)
+    agent.start("boil", catalog().get("boil").test[1], split="test")
+    agent.run()
+    n_calls = sum(1 for c in llm.calls if "high-level questions" not in c and "Question:" not in c)
+    during = llm.calls[:n_calls]
+    status = agent.summary.memory["reflection"]
+    assert status.startswith("due (") and ("background" in status) == background
+    assert not any("high-level questions" in c for c in llm.calls[:len(during)])  # never inside a step
+    if background:
+        agent.amm.reflection_thread.join(120)
+    log = [json.loads(x) for x in (store / "reflections.jsonl").read_text().splitlines()]
+    assert log[-1]["after_run"] == read_episode(agent.trace_path).header.run_id
+    assert log[-1]["insights"] and log[-1]["started"] > 0 and "seconds" in log[-1]
+    stream = MemoryStream(MemoryConfig(persist_dir=str(store)), path=store)
+    insights = [m for m in stream.memories() if m.type == "reflection"]
+    assert insights and all(m.tag == "insight" and m.evidence_ids and m.importance_source == "fixed" for m in insights)
+    assert "Heating needs the stove activated first" in insights[0].description
+    # the reflection prompt showed compact one-line statements, at most amm.reflection_window of them
+    q_prompt = next(c for c in llm.calls if "high-level questions" in c)
+    assert q_prompt.count("\n[m0") <= cfg.amm.reflection_window and "TASK:" not in q_prompt
+    # the next episode's Sage call can get it as a hint (T4 includes insights)
+    agent.start("boil", catalog().get("boil").test[2], split="test")
+    agent.run()
+    ep = read_episode(agent.trace_path)
+    t4 = [x for r in ep.steps for x in r.retrievals if x.trigger == "T4"]
+    assert any(c.tag == "insight" for x in t4 for c in x.result.candidates)
+    agent.amm.reflection_thread and agent.amm.reflection_thread.join(120)

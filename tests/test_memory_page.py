@@ -24,6 +24,7 @@ def demo_dir(tmp_path_factory) -> str:
 
 def _page(monkeypatch, store: str) -> AppTest:
     monkeypatch.setenv("SWIFTSAGE_MEMORY_DIR", store)
+    monkeypatch.setenv("SWIFTSAGE_RUNS_DIR", str(Path(store).parent / "no-runs"))  # no run store overrides it
     at = AppTest.from_file(PAGE, default_timeout=TIMEOUT).run()
     assert not at.exception, at.exception
     return at
@@ -37,15 +38,55 @@ def _table(at: AppTest, panel: str):
     return at.tabs[TABS[panel]].dataframe[0].value
 
 
+def test_a_path_without_a_store_is_not_created(monkeypatch, tmp_path):
+    at = _page(monkeypatch, str(tmp_path / "nothing-here"))
+    assert any("There is no memory store at" in w.value for w in at.warning)
+    assert not (tmp_path / "nothing-here").exists()  # no Chroma database appeared there
+    at.button(key="mem_seed_new").click().run()  # only an explicit click creates one
+    assert not at.exception, at.exception
+    assert int(at.metric[0].value) >= 40
+    assert _table(at, "mem_table").shape[0] == int(at.metric[0].value)
+    assert all(cap.value for cap in at.caption)  # every panel explains itself
+
+
 def test_empty_store_offers_the_demo_seed(monkeypatch, tmp_path):
+    open_stream(MemoryConfig(persist_dir=str(tmp_path / "empty")))  # a real, empty store
     at = _page(monkeypatch, str(tmp_path / "empty"))
     assert "empty" in at.info[0].value
     at.button(key="mem_seed").click().run()
     assert not at.exception, at.exception
     assert at.metric[0].value == str(len(open_stream(MemoryConfig(persist_dir=str(tmp_path / "empty")))))
-    assert int(at.metric[0].value) >= 40
-    assert _table(at, "mem_table").shape[0] == int(at.metric[0].value)
-    assert all(cap.value for cap in at.caption)  # every panel explains itself
+
+
+def test_default_store_is_the_latest_run_store(monkeypatch, tmp_path, demo_dir):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    header = json.loads(FIXTURE.read_text().splitlines()[0])
+    header["memory_store"] = demo_dir
+    (runs / "latest.jsonl").write_text(json.dumps(header) + "\n")
+    monkeypatch.setenv("SWIFTSAGE_RUNS_DIR", str(runs))
+    monkeypatch.delenv("SWIFTSAGE_MEMORY_DIR", raising=False)
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT).run()
+    assert not at.exception, at.exception
+    assert at.text_input(key="mem_dir").value == demo_dir
+    assert any("latest run that used memory" in c.value for c in at.caption)
+    # the trace list reads SWIFTSAGE_RUNS_DIR
+    assert any("latest.jsonl" in o for o in at.selectbox(key="mem_trace_file").options)
+
+
+def test_opened_from_the_run_page(monkeypatch, demo_dir):
+    rec = [json.loads(x) for x in FIXTURE.read_text().splitlines() if '"T4"' in x][0]
+    result = next(r["result"] for r in rec["retrievals"] if r["trigger"] == "T4")
+    monkeypatch.setenv("SWIFTSAGE_MEMORY_DIR", "/nonexistent")
+    monkeypatch.setenv("SWIFTSAGE_RUNS_DIR", "/nonexistent-runs")
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
+    at.session_state["mem_open_request"] = {"store": demo_dir, "result": result, "label": "T4 · step 6"}
+    at.run()
+    assert not at.exception, at.exception
+    assert at.text_input(key="mem_dir").value == demo_dir
+    assert any("Retrieval opened from the Run page" in m.value for m in at.markdown)
+    table = at.dataframe[0].value
+    assert list(table["id"]) == result["top_ids"][: len(table)]
 
 
 def test_filters_query_chart_and_sliders_rerank(monkeypatch, demo_dir):
@@ -82,26 +123,39 @@ def test_filters_query_chart_and_sliders_rerank(monkeypatch, demo_dir):
     assert list(reranked["importance"]) == sorted(reranked["importance"], reverse=True)
 
 
-def test_open_a_retrieval_recorded_in_a_trace(monkeypatch, demo_dir):
+def test_open_a_retrieval_recorded_in_a_trace(monkeypatch, demo_dir, tmp_path):
+    """The fixture is a real `amm` trace (tests/test_amm.py records the same kind); the page shows each
+    retrieval's scores exactly as recorded."""
+    from agent_core.trace import read_episode
+
+    ep = read_episode(FIXTURE)  # a valid trace
+    recorded = [x.result for r in ep.steps for x in r.retrievals if x.result is not None]
     at = _page(monkeypatch, demo_dir)
     at.text_input(key="mem_trace_path").input(str(FIXTURE)).run()
     assert not at.exception, at.exception
-    assert any("did not parse" in w.value for w in at.warning)  # the fixture has one broken line
+    assert not any("did not parse" in w.value for w in at.warning)
     pick = at.selectbox(key="mem_trace_pick")
-    assert len(pick.options) == 2 and "T4" in pick.options[0] and "T1" in pick.options[1]
-    recorded = [json.loads(line)["retrievals"][0] for line in FIXTURE.read_text().splitlines()
-                if line.startswith("{") and json.loads(line).get("retrievals")]
+    assert len(pick.options) == len(recorded)
+    assert any("T4" in o for o in pick.options) and any("T1" in o for o in pick.options)
     table = _table(at, "trace")
     # the scores it had at that step, not recomputed
-    assert list(table["id"]) == recorded[0]["top_ids"]
-    assert list(table["score"]) == [round(c["score"], 4) for c in recorded[0]["candidates"][:3]]
-    at.selectbox(key="mem_trace_pick").set_value(1).run()
-    table = _table(at, "trace")
-    assert list(table["id"]) == recorded[1]["top_ids"]
+    assert list(table["id"]) == recorded[0].top_ids[: len(table)]
+    assert list(table["score"]) == [round(c.score, 4) for c in recorded[0].top][: len(table)]
+    t1 = next(i for i, o in enumerate(pick.options) if "T1" in o)
+    at.selectbox(key="mem_trace_pick").set_value(t1).run()
+    assert list(_table(at, "trace")["id"]) == recorded[t1].top_ids[: len(_table(at, "trace"))]
+
+    # a corrupted line is skipped and reported, the rest still shows
+    broken = tmp_path / "broken.jsonl"
+    lines = FIXTURE.read_text().splitlines()
+    broken.write_text("\n".join(lines[:3] + ['{"kind": "step", "step": 3, "retr'] + lines[3:]) + "\n")
+    at.text_input(key="mem_trace_path").input(str(broken)).run()
+    assert any("did not parse" in w.value for w in at.warning)
+    assert len(at.selectbox(key="mem_trace_pick").options) == len(recorded)
 
     # paste a RetrievalResult JSON instead
     at.text_input(key="mem_trace_path").input("").run()
-    at.text_area(key="mem_paste").input(json.dumps(recorded[1])).run()
+    at.text_area(key="mem_paste").input(json.dumps(recorded[1].to_dict())).run()
     assert not at.exception, at.exception
     assert len(at.selectbox(key="mem_trace_pick").options) == 1
 

@@ -10,6 +10,7 @@ recency tells this episode's memories from those of earlier episodes.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import time
@@ -144,8 +145,7 @@ class EpisodicMemory:
         if not self.c.store_plans or not (plan or buffer):
             return []
         answers = " ".join(f"{q}: {clean(a, 160)}" for q, a in plan.items())
-        text = (f"PLAN for TASK: {clean(self.task_description, 160)} (step {step}) | {answers} | "
-                f"BUFFER: {'; '.join(buffer) or '(none)'}")
+        text = f"PLAN ({self.task}, step {step}) | {answers} | BUFFER: {'; '.join(buffer) or '(none)'}"
         w = MemoryWrite(tag="plan", rule="plan", why="Sage planned: its answers and buffer are kept as a plan",
                         text=text, type="plan", now=self.now(step))
         t0 = time.perf_counter()
@@ -324,6 +324,15 @@ class EpisodicMemory:
         return r
 
     # ------------------------------------------------------------------ reflection
+    @staticmethod
+    def statement(m) -> str:
+        """A memory as one short line for the reflection prompts."""
+        e = m.extra or {}
+        if e.get("action"):
+            return (f"[{m.tag}] {e['action']} --> {clean(e.get('result', ''), 90)} ({fmt_reward(e.get('reward', 0.0))}, "
+                    f"{m.task})")
+        return f"[{m.tag or m.type}] {clean(m.description, 200)}"
+
     def reflection_status(self) -> tuple[bool, float]:
         try:
             stream = self._check()
@@ -348,9 +357,11 @@ class EpisodicMemory:
         def job() -> None:
             t0 = time.time()
             try:
-                res = maybe_reflect(stream, generate, now, task=task, episode=run_id,
+                # the window and the compact statements keep the prompt inside a small CPU model's context
+                mcfg = dataclasses.replace(self.cfg.memory, reflection_recent_window=self.c.reflection_window)
+                res = maybe_reflect(stream, generate, now, task=task, episode=run_id, config=mcfg,
                                     importance=self.c.importance_reflection if self.c.importance_mode == "tag" else None,
-                                    tag="insight")
+                                    tag="insight", statement=self.statement)
                 entry = {"after_run": run_id, "task": task, "started": t0, "seconds": round(time.time() - t0, 1),
                          "store_clock": now, **(res.to_dict() if res else {"skipped": "no longer due"})}
             except Exception as e:  # noqa: BLE001
