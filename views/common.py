@@ -32,8 +32,9 @@ WHAT = {
     "look": "What is this? What the agent sees around it after the step ('look around'): the room and its objects.",
     "inv": "What is this? What the agent is carrying after the step.",
     "timeline": "What is this? Who chose each action: one cell per step, coloured by the system that acted. The "
-                "rows above it mark events: switches of control, and (with self-reflection on) Gate-1 drops, "
-                "stagnation reports and Critic calls. Hover a mark for what happened and why.",
+                "rows above it mark events: switches of control, with self-reflection on Gate-1 drops, "
+                "stagnation reports and Critic calls, and with episodic memory on its reads (T1, T4) and writes. "
+                "Hover a mark for what happened and why.",
     "plan": "What is this? Sage's plan: its answers to five questions about the task, written the last time Sage "
             "was called. Swift ignores it; Sage turns it into actions.",
     "buffer": "What is this? The action buffer is the agent's to-do list: the actions Sage (or the Critic) planned, "
