@@ -43,6 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE")
     ap.add_argument("--export", default=None, help="write the store as a shippable export (+ MANIFEST.json)")
     ap.add_argument("--export-only", action="store_true", help="export the store as it is; run nothing")
+    ap.add_argument("--merge", default=None, metavar="OTHER_STORE",
+                    help="append another warm-up store (run in parallel on other tasks) to --store, as if its "
+                         "episodes had run after this store's, and merge its progress; then stop")
     return ap
 
 
@@ -84,12 +87,40 @@ def write_export(store: Path, export: Path, progress: dict, argv: list[str]) -> 
     return manifest
 
 
+def merge_store(store: Path, other: Path) -> int:
+    """Append `other`'s memories to `store` with their times shifted past `store`'s clock (one clock per
+    store) and new ids; the episodes' progress lists are merged too. Plain memories only (no reflections)."""
+    from memory_store import MemoryConfig
+
+    from .amm.store import open_agent_store
+
+    dst = open_agent_store(store, MemoryConfig(persist_dir=str(store)))
+    src = open_agent_store(other, MemoryConfig(persist_dir=str(other)))
+    mems, embs = src.memories(), src.embeddings()
+    if any(m.evidence_ids for m in mems):
+        raise ValueError(f"{other} holds reflections: merge stores of plain warm-up runs only")
+    offset = float(int(dst.latest_time))
+    dst.add_many([dict(description=m.description, now=m.created + offset, last_access=m.last_access + offset,
+                       type=m.type, importance=m.importance, importance_source=m.importance_source,
+                       importance_error=m.importance_error, tag=m.tag, task=m.task, episode=m.episode,
+                       extra=m.extra) for m in mems], embs)
+    mine, theirs = store / "warmup_progress.json", other / "warmup_progress.json"
+    prog = json.loads(mine.read_text()) if mine.exists() else {"episodes": []}
+    prog["episodes"] += json.loads(theirs.read_text())["episodes"] if theirs.exists() else []
+    mine.write_text(json.dumps(prog, indent=1))
+    return len(mems)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     store = Path(args.store).resolve()
     prog_path = store / "warmup_progress.json"
     progress = json.loads(prog_path.read_text()) if prog_path.exists() else {"episodes": []}
+    if args.merge:
+        n = merge_store(store, Path(args.merge).resolve())
+        print(f"merged {n} memories from {args.merge} into {store}")
+        return 0
     if args.export_only:
         if not args.export:
             print("error: --export-only needs --export PATH", file=sys.stderr)

@@ -24,6 +24,7 @@ def breakdown_figure(ranked: Sequence[ScoredCandidate], weights: Mapping[str, fl
                     customdata=[[getattr(c, part), getattr(c, f"{part}_n"), c.description[:90]] for c in ranked],
                     hovertemplate=f"{part}: raw %{{customdata[0]:.3f}}, normalized %{{customdata[1]:.3f}}"
                                   "<br>%{customdata[2]}<extra></extra>")
-    fig.update_layout(barmode="stack", height=120 + bar_height * len(ranked), margin=dict(l=10, r=10, t=30, b=10),
-                      yaxis=dict(autorange="reversed"), xaxis_title="score", legend_orientation="h", title=title)
+    fig.update_layout(barmode="stack", height=120 + bar_height * len(ranked), margin=dict(l=10, r=10, t=60 if title else 30, b=10),
+                      yaxis=dict(autorange="reversed"), xaxis_title="score", title=title,
+                      legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0))
     return fig

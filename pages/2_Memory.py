@@ -475,6 +475,20 @@ if "mem_dir" not in S:
 store_dir = st.text_input("Memory store directory", key="mem_dir",
                           help=f"A Chroma store written by the agent. Default: {why_default}.")
 st.caption(f"Default: {why_default}.")
+opened = S.get("mem_opened_retrieval")
+if opened:
+    with st.container(border=True):
+        st.markdown(f"**Retrieval opened from the Run page:** {opened.get('label', '')}")
+        st.caption("Exactly as the agent recorded it at that step (the trace keeps every candidate's scores, "
+                   "so this works even when the store is gone). Move the weights to see how it would rank "
+                   "with other weights.")
+        result = _parse_result(opened["result"])
+        if result is not None:
+            render_retrieval(result, key="mem_opened")
+        if st.button("Close", key="mem_opened_close"):
+            S.pop("mem_opened_retrieval", None)
+            st.rerun()
+
 if not _is_store(store_dir):
     st.warning(f"There is no memory store at {store_dir!r} (no chroma.sqlite3 there), so nothing was opened or "
                f"created. Enter the directory of a store, for example {default_dir!r}.")
@@ -491,19 +505,6 @@ try:
 except Exception as e:  # a broken store must leave the rest of the app usable
     st.error(f"Cannot open the memory store at {store_dir!r}: {type(e).__name__}: {e}")
     st.stop()
-
-opened = S.get("mem_opened_retrieval")
-if opened:
-    with st.container(border=True):
-        st.markdown(f"**Retrieval opened from the Run page:** {opened.get('label', '')}")
-        st.caption("Exactly as the agent recorded it at that step. Move the weights to see how it would rank "
-                   "with other weights.")
-        result = _parse_result(opened["result"])
-        if result is not None:
-            render_retrieval(result, key="mem_opened")
-        if st.button("Close", key="mem_opened_close"):
-            S.pop("mem_opened_retrieval", None)
-            st.rerun()
 
 frame = _memory_frame(stream)
 counts = frame["type"].value_counts() if len(frame) else pd.Series(dtype=int)

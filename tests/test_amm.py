@@ -393,3 +393,37 @@ def test_reflection_runs_between_episodes_and_t4_can_retrieve_it(tmp_path, sw_en
     t4 = [x for r in ep.steps for x in r.retrievals if x.trigger == "T4"]
     assert any(c.tag == "insight" for x in t4 for c in x.result.candidates)
     agent.amm.reflection_thread and agent.amm.reflection_thread.join(120)
+
+
+# ------------------------------------------------------------------ Full: memory evidence for the Critic
+
+CRITIC = "DIAGNOSIS: stuck at the sink.\nCOURSE_CORRECTION: go to the kitchen.\nACTIONS:\n1. teleport to kitchen\n"
+
+
+def test_full_gives_the_critic_memory_evidence(tmp_path, sw_env, two_episodes):
+    from agent_core.amm import CRITIC_HEADER
+
+    store = tmp_path / "store"
+    shutil.copytree(two_episodes["store"], store)
+    llm = ScriptedBackend(lambda p: CRITIC if "You are the Critic" in p else
+                          PLAN if "Answer the five questions" in p else "look at sink")
+    agent = Agent(_cfg(store, "full", **{"env.step_limit": 8}), ScriptedSwift(lambda s, v: "look at sink"), llm,
+                  env=sw_env, runs_dir=tmp_path / "runs")
+    agent.start("boil", catalog().get("boil").test[0], split="test")
+    recs = [agent.step() for _ in range(8)]
+    t2 = next(x for r in recs for x in r.retrievals if x.trigger == "T2")
+    assert t2.injected_into == "" and t2.result.top  # retrieved and kept, shown to nobody
+    called = next(r for r in recs if r.critic and r.critic.status == "called")
+    ev = next(x for x in called.retrievals if x.trigger == "critic")
+    assert ev.injected_into == "critic" and 1 <= len(ev.injected_ids) <= 4
+    assert ev.injected_text.startswith(CRITIC_HEADER) and ev.injected_text in called.critic.prompt
+    # the constraints come before the memory evidence in the Critic's prompt
+    assert called.critic.prompt.index("Constraints") < called.critic.prompt.index(CRITIC_HEADER)
+    # AMM alone never shows T2 records to a model: same loop, no Critic, no evidence
+    plain = Agent(_cfg(store, "amm", **{"env.step_limit": 8}), ScriptedSwift(lambda s, v: "look at sink"), llm,
+                  env=sw_env, runs_dir=tmp_path / "runs")
+    plain.start("boil", catalog().get("boil").test[0], split="test")
+    prec = [plain.step() for _ in range(8)]
+    assert any(x.trigger == "T2" for r in prec for x in r.retrievals)
+    assert not any(x.trigger == "critic" or (x.trigger in ("T2", "T3") and x.injected_into)
+                   for r in prec for x in r.retrievals)

@@ -11,7 +11,7 @@ import streamlit as st
 from agent_core.trace import EpisodeHeader, MemoryRetrieval, MemoryWrite, StepRecord
 from memory_store import TAG_COLORS
 from memory_store.charts import breakdown_figure
-from views.common import chip, clip, episode_mechanisms, esc, plural, record_at
+from views.common import chip, clip, episode_mechanisms, esc, record_at
 
 WHAT_AMM = ("What is this? Episodic memory (AMM): after every step the agent keeps only the *salient* ones "
             "(a reward, a success, an action the game rejected) as short records. When Swift proposes an invalid "
@@ -46,12 +46,19 @@ def write_line(w: MemoryWrite) -> str:
 def retrieval_title(r: MemoryRetrieval) -> str:
     where = f" → injected into {INJECTED.get(r.injected_into, r.injected_into)}" if r.injected_into else ""
     n = len(r.result.top) if r.result is not None else 0
-    return f"**{r.trigger}** · {esc(r.why)} · {plural(n, 'memory')} retrieved{where}"
+    return f"**{r.trigger}** · {esc(r.why)} · {n} {'memory' if n == 1 else 'memories'} retrieved{where}"
+
+
+def short_label(description: str) -> str:
+    """What a record is about, in a few words: its action (AMM records) or its opening words."""
+    if "ACTION: " in description:
+        return description.split("ACTION: ", 1)[1].split(" | ", 1)[0]
+    return description.split(" | ", 1)[0]
 
 
 def _labels(r: MemoryRetrieval) -> list[str]:
     injected = set(r.injected_ids)
-    return [f"{'▶ ' if c.id in injected else ''}{c.id} · {c.tag or c.type} · {clip(c.description.split('| ACTION: ')[-1], 38)}"
+    return [f"{'▶ ' if c.id in injected else ''}{c.id} · {c.tag or c.type} · {clip(short_label(c.description), 34)}"
             for c in r.result.top]
 
 
