@@ -49,12 +49,14 @@ def run_episode(agent, task: str, variation: int, store_root: Path | None = None
     if store_root is not None:  # AMM: a fresh copy of the warm store for this episode only
         agent.cfg.amm.store_dir = str(store_root / f"{task}-v{variation}")
     agent.start(task, variation, split="test")
-    gate, modes, lat, amm_ms, t1 = Counter(), Counter(), [], [], Counter()
+    gate, modes, lat, amm_ms, amm_active, t1 = Counter(), Counter(), [], [], [], Counter()
     while not agent.done:
         rec = agent.step()
         lat.append(rec.timings.get("swift", 0.0))
         if "amm" in rec.timings:
             amm_ms.append(1e3 * rec.timings["amm"])
+            if rec.memories_written or rec.retrievals:  # steps where AMM wrote or retrieved something
+                amm_active.append(1e3 * rec.timings["amm"])
         for x in rec.retrievals:
             if x.trigger == "T1":
                 t1["fired"] += 1
@@ -68,7 +70,7 @@ def run_episode(agent, task: str, variation: int, store_root: Path | None = None
     if store_root is not None:
         shutil.rmtree(store_root / f"{task}-v{variation}", ignore_errors=True)
     return {"task": task, "variation": variation, "final": max(0.0, s.final_score), "raw_final": s.final_score,
-            "amm_ms": amm_ms, "t1": dict(t1), "memory": s.memory,
+            "amm_ms": amm_ms, "amm_active_ms": amm_active, "t1": dict(t1), "memory": s.memory,
             "success": s.success, "steps": s.steps, "gate1": dict(gate), "reports": dict(modes),
             "menus": sum(1 for r in agent.records if r.menu), "latencies": lat,
             "actions": [r.action for r in agent.records]}
@@ -112,6 +114,7 @@ def main() -> None:
         reports.update(r["reports"])
     lat = sorted(x for r in ok for x in r["latencies"] if x)
     amm = sorted(x for r in ok for x in r.get("amm_ms", []))
+    active = sorted(x for r in ok for x in r.get("amm_active_ms", []))
     t1 = Counter()
     for r in ok:
         t1.update(r.get("t1", {}))
@@ -123,6 +126,8 @@ def main() -> None:
         "amm_ms_per_step_p50": amm[len(amm) // 2] if amm else None,
         "amm_ms_per_step_p95": amm[int(len(amm) * 0.95)] if amm else None,
         "amm_ms_per_step_mean": sum(amm) / len(amm) if amm else None, "t1": dict(t1),
+        "amm_ms_active_p50": active[len(active) // 2] if active else None,
+        "amm_ms_active_p95": active[int(len(active) * 0.95)] if active else None, "amm_active_steps": len(active),
         "wall_minutes": wall, "variations_per_task": args.variations,
         "step_limit": args.step_limit,
     }
@@ -137,7 +142,8 @@ def main() -> None:
     if amm:
         print(f"AMM cost per step: p50 {summary['amm_ms_per_step_p50']:.1f} ms, p95 "
               f"{summary['amm_ms_per_step_p95']:.1f} ms, mean {summary['amm_ms_per_step_mean']:.1f} ms "
-              f"over {len(amm)} steps; T1 {dict(t1)}")
+              f"over {len(amm)} steps; on the {len(active)} steps that wrote or retrieved: p50 "
+              f"{summary['amm_ms_active_p50']:.1f} ms, p95 {summary['amm_ms_active_p95']:.1f} ms; T1 {dict(t1)}")
     if reports:
         print("Stagnation reports by mode:")
         for k, v in reports.most_common():
@@ -145,7 +151,7 @@ def main() -> None:
     out = Path(args.out or ROOT / "benchmarks" / "results" / f"{args.variant.replace('-', '_')}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"summary": summary, "episodes": [
-        {k: v for k, v in r.items() if k not in ("latencies", "amm_ms")} for r in results]}, indent=1))
+        {k: v for k, v in r.items() if k not in ("latencies", "amm_ms", "amm_active_ms")} for r in results]}, indent=1))
 
 
 if __name__ == "__main__":

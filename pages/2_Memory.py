@@ -69,7 +69,7 @@ def shipped_store() -> str:
     """A copy of the shipped warm store to look at (the seed the agent copies is never opened here)."""
     from agent_core.amm.store import prepare_store
 
-    path, _ = prepare_store(RUNS_DIR / "memory" / "shipped-warm", RUNS_DIR, True, MemoryConfig())
+    path, _ = prepare_store(RUNS_DIR / "memory" / "shipped-warm", True, MemoryConfig())
     return str(path)
 
 

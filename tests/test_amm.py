@@ -275,7 +275,7 @@ def test_warm_store_is_copied_never_written(tmp_path, sw_env, monkeypatch, two_e
     assert ep.header.memory_at_start["seeded_from"] == "copy of the shipped warm store"
     assert Path(ep.header.memory_store) == tmp_path / "runs" / "memory" / "agent"
     assert export.read_bytes() == digest  # the shipped export is untouched
-    seed = amm_store.seed_dir(tmp_path / "runs", True)
+    seed = amm_store.seed_dir(tmp_path / "runs" / "memory", True)
     assert len(MemoryStream(MemoryConfig(persist_dir=str(seed)), path=seed)) == n  # the seed too
     # export -> import keeps ids, tags, times and importance
     lines = [json.loads(x) for x in gzip.open(export, "rt")]

@@ -132,7 +132,7 @@ def test_gate1_panel_accept_repair_drop(monkeypatch, tmp_path, srm_trace):
     assert "→ <code>open door to kitchen</code>" in md  # the repaired form
     assert ">Swift</span> <code>fly to the moon</code>" in md  # the source
     assert "2 actions proposed: 1 REPAIR, 1 DROP." in _captions(at)
-    assert "not running in this preset" not in _captions(at)
+    assert "Self-reflection: " not in _captions(at)  # every SRM mechanism ran: no "not running" line
 
 
 def test_menu_card(monkeypatch, tmp_path, srm_trace):
@@ -205,6 +205,8 @@ def test_baseline_trace_shows_no_srm_panels(monkeypatch, tmp_path, mechanisms):
     md, caps = _md(at), _captions(at)
     assert ("Self-reflection: Gate-1, the stagnation detector and the Critic are not running in this preset "
             "(*baseline*)") in caps
+    assert "Episodic memory (AMM) is not running in this preset (*baseline*)" in caps
+    assert "Episodic memory (AMM) at this step" not in md
     for panel in ("Gate-1: every proposed", "Stagnation report", "**Critic**", "Self-reflection (SRM) at this step",
                   "Ambiguity menu"):
         assert panel not in md, panel

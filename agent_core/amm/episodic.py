@@ -90,7 +90,7 @@ class EpisodicMemory:
         info: dict[str, Any] = {}
         try:
             dest = self.default_store_dir()
-            self.path, self.seeded_from = prepare_store(dest, self.runs_dir, self.c.warmup, self.cfg.memory)
+            self.path, self.seeded_from = prepare_store(dest, self.c.warmup, self.cfg.memory)
             self.stream = open_agent_store(self.path, self.cfg.memory)
             self.stream.refresh()
             # one clock per store: continue after everything the store has seen

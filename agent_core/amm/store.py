@@ -91,14 +91,15 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:12]
 
 
-def seed_dir(runs_dir: Path, warm: bool) -> Path:
-    """The materialized seed (read by copying only): the shipped warm store, or an empty store."""
+def seed_dir(parent: Path, warm: bool) -> Path:
+    """The materialized seed beside the stores copied from it (read by copying only): the shipped warm
+    store, or an empty store."""
     if not warm:
-        return runs_dir / "memory" / ".seed-empty"
+        return parent / ".seed-empty"
     if not WARM_EXPORT.exists():
         raise StoreUnavailable(f"no shipped warm store at {WARM_EXPORT}: build it with `python -m agent_core.warmup`"
                                f" or run with amm.warmup=false")
-    return runs_dir / "memory" / f".seed-warm-{_sha(WARM_EXPORT)}"
+    return parent / f".seed-warm-{_sha(WARM_EXPORT)}"
 
 
 def _materialize(seed: Path, warm: bool, config: MemoryConfig) -> None:
@@ -119,13 +120,13 @@ def _cfg(config: MemoryConfig, path: Path) -> MemoryConfig:
     return dataclasses.replace(config, persist_dir=str(path))
 
 
-def prepare_store(dest: str | Path, runs_dir: str | Path, warm: bool, config: MemoryConfig) -> tuple[Path, str]:
-    """Make sure `dest` holds a store; a new one starts as a copy of the seed. Returns (path, what it
-    started from: 'existing store' / 'copy of the shipped warm store' / 'empty')."""
-    dest, runs_dir = Path(dest), Path(runs_dir)
+def prepare_store(dest: str | Path, warm: bool, config: MemoryConfig) -> tuple[Path, str]:
+    """Make sure `dest` holds a store; a new one starts as a copy of the seed (kept in dest's parent folder).
+    Returns (path, what it started from: 'existing store' / 'copy of the shipped warm store' / 'empty')."""
+    dest = Path(dest).resolve()
     if (dest / "chroma.sqlite3").exists():
         return dest, "existing store"
-    seed = seed_dir(runs_dir, warm)
+    seed = seed_dir(dest.parent, warm)
     _materialize(seed, warm, config)
     dest.parent.mkdir(parents=True, exist_ok=True)
     shutil.copytree(seed, dest, dirs_exist_ok=True)
