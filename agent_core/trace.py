@@ -164,6 +164,7 @@ class MemoryWrite:
     now: float = 0.0  # the store's clock at the write
     elapsed_ms: float = 0.0
     error: str | None = None  # the write failed: why (the run went on)
+    duplicate_of: str = ""  # not written again: this episode already stored the same record (that id)
 
 
 @dataclass

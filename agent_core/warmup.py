@@ -57,6 +57,22 @@ def _git_commit() -> str:
         return ""
 
 
+def first_of_each_content(stream) -> set[str]:
+    """Ids to ship: within an episode only the first of records with the same content (the rule the agent
+    applies when writing; stores built before that rule existed are exported as if it had)."""
+    from .amm.salience import content_key
+
+    seen, keep = set(), set()
+    for m in stream.memories():
+        e = m.extra or {}
+        key = (m.episode, content_key(m.tag, e.get("action", ""), e.get("result", ""), e.get("room", ""))
+               if e.get("action") else m.description)
+        if key not in seen:
+            seen.add(key)
+            keep.add(m.id)
+    return keep
+
+
 def write_export(store: Path, export: Path, progress: dict, argv: list[str]) -> dict:
     from memory_store import MemoryConfig
 
@@ -64,8 +80,8 @@ def write_export(store: Path, export: Path, progress: dict, argv: list[str]) -> 
 
     stream = open_agent_store(store, MemoryConfig(persist_dir=str(store)))
     stream.refresh()
-    n = export_store(stream, export)
-    mems = stream.memories()
+    n = export_store(stream, export, keep=first_of_each_content(stream))
+    mems = [m for m in stream.memories() if m.id in first_of_each_content(stream)]
     by_tag = Counter(m.tag or m.type for m in mems)
     by_task: dict[str, dict[str, int]] = {}
     for m in mems:

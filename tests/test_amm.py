@@ -132,12 +132,17 @@ def test_amm_writes_exactly_the_salient_steps(two_episodes):
             assert bool(obs_writes) == _expected_salient(r), (r.step, r.action, r.observation, r.reward)
             assert len(obs_writes) <= 1
             for w in r.memories_written:
-                assert w.error is None and w.id and w.importance_source == "tag-rule"
+                assert w.error is None and bool(w.id) != bool(w.duplicate_of)
+                assert w.id == "" or w.importance_source == "tag-rule"
                 assert f"ACTION: {r.action}" in w.text or w.type == "plan" or r.menu
-            total += sum(1 for w in r.memories_written if not w.error)
+            total += sum(1 for w in r.memories_written if w.id)
         assert ep.summary.memory["writes"] and ep.summary.memory["errors"] == 0
     stream = MemoryStream(MemoryConfig(persist_dir=str(two_episodes["store"])), path=two_episodes["store"])
     assert len(stream) == total  # nothing else was written
+    # within an episode a record with the same action, result and room is written once
+    dups = [w for ep in two_episodes["episodes"] for r in ep.steps for w in r.memories_written if w.duplicate_of]
+    ids = {w.id for ep in two_episodes["episodes"] for r in ep.steps for w in r.memories_written if w.id}
+    assert all(w.duplicate_of in ids and "not written again" in w.why for w in dups)
     tags = {m.tag for m in stream.memories()}
     assert "plan" in tags and tags <= {"success", "near-miss", "avoidance", "plan"}
 
@@ -228,7 +233,8 @@ def test_store_removed_mid_run_leaves_prompts_unmodified(tmp_path, sw_env, two_e
     ep = read_episode(agent.trace_path)
     assert ep.summary.reason == "step_limit" and len(ep.steps) == 12  # the run went on
     after = ep.steps[3:]
-    errors = [x for r in after for x in r.retrievals] + [w for r in after for w in r.memories_written]
+    errors = [x for r in after for x in r.retrievals] + [w for r in after for w in r.memories_written
+                                                         if not w.duplicate_of]
     assert errors and all(e.error and "is gone" in e.error for e in errors)
     plans = [c for r in after for c in r.llm_calls if c.purpose == "plan"]
     assert plans and all(SAGE_HEADER not in c.prompt for c in plans)

@@ -25,7 +25,7 @@ from ..actions import action_key
 from ..config import Config
 from ..swift.format import clean, fmt_num, fmt_reward
 from ..trace import MemoryRetrieval, MemoryWrite
-from .salience import StepFacts, importance, record_extra, record_text, salience
+from .salience import StepFacts, content_key, importance, record_extra, record_text, salience
 from .store import StoreUnavailable, open_agent_store, prepare_store
 
 WORKED = ("success", "near-miss")
@@ -68,6 +68,7 @@ class EpisodicMemory:
         self.stats = EpisodeMemoryStats()
         self.cache: dict[str, MemoryRetrieval] = {}  # T2 / T3: the latest retrieval, for the Critic's evidence
         self._t3_fired: set[str] = set()
+        self._written: dict[str, str] = {}  # content key -> id of this episode's record
         self.reflection_thread: threading.Thread | None = None
 
     # ------------------------------------------------------------------ store
@@ -86,7 +87,7 @@ class EpisodicMemory:
     def start_episode(self, run_id: str, task: str, task_description: str, variation: int) -> dict[str, Any]:
         """Open (and seed on first use) the store; returns what the episode header records."""
         self.run_id, self.task, self.task_description, self.variation = run_id, task, task_description, variation
-        self.stats, self.cache, self._t3_fired = EpisodeMemoryStats(), {}, set()
+        self.stats, self.cache, self._t3_fired, self._written = EpisodeMemoryStats(), {}, set(), {}
         info: dict[str, Any] = {}
         try:
             dest = self.default_store_dir()
@@ -113,6 +114,11 @@ class EpisodicMemory:
             return []
         text = record_text(facts, s.tag, self.c)
         w = MemoryWrite(tag=s.tag, rule=s.rule, why=s.why, text=text, now=self.now(step))
+        key = content_key(s.tag, facts.action, facts.observation, facts.room)
+        if key in self._written:
+            w.duplicate_of = self._written[key]
+            w.why += f"; not written again: {w.duplicate_of} already holds it (same action, result and room)"
+            return [w]
         t0 = time.perf_counter()
         try:
             stream = self._check()
@@ -123,6 +129,7 @@ class EpisodicMemory:
                            tag=s.tag, task=self.task, episode=self.run_id,
                            extra=record_extra(facts, s, step, self.run_id))
             w.id, w.importance, w.importance_source = m.id, m.importance, src
+            self._written[key] = m.id
             _bump(self.stats.writes, s.tag)
         except Exception as e:  # noqa: BLE001
             w.error = f"{type(e).__name__}: {e}"

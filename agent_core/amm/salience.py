@@ -111,6 +111,14 @@ def record_text(f: StepFacts, tag: str, c: AMMConfig) -> str:
             f"REWARD: {fmt_reward(f.reward)} ({fmt_num(f.score_before)} -> {fmt_num(f.score_after)}) | TAG: {tag}")
 
 
+def content_key(tag: str, action: str, result: str, room: str) -> str:
+    """Two records with this key say the same thing: within an episode only the first is written (the
+    reference store dedupes by content hash; the record text itself differs in its recent-context part)."""
+    from ..actions import action_key
+
+    return f"{tag}|{action_key(action)}|{' '.join(clean(result, 200).lower().split())}|{room}"
+
+
 def record_extra(f: StepFacts, s: Salience, step: int, run_id: str) -> dict:
     """Metadata stored beside the text (scalars only): what the explorer filters and the injections print."""
     return {"variation": int(f.variation), "step": int(step), "run_id": run_id, "rule": s.rule,

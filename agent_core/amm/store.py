@@ -34,21 +34,26 @@ class StoreUnavailable(RuntimeError):
     """The memory store cannot be used (removed, unreadable, no shipped warm store)."""
 
 
-def export_store(stream: MemoryStream, path: str | Path) -> int:
-    """Write every memory (oldest first) with its embedding (float16, base64) as gzipped JSON Lines."""
+def export_store(stream: MemoryStream, path: str | Path, keep: set[str] | None = None) -> int:
+    """Write every memory (oldest first; only ids in `keep` when given) with its embedding (float16, base64)
+    as gzipped JSON Lines. Ids are renumbered in order on import, so a filtered export stays consistent."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     mems, embs = stream.memories(), stream.embeddings()
     tmp = path.with_suffix(path.suffix + ".tmp")
     # mtime=0: the same store exports to the same bytes (a rebuild that changes nothing shows no diff)
     with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as fh:
+        n = 0
         for m, e in zip(mems, embs):
+            if keep is not None and m.id not in keep:
+                continue
+            n += 1
             d = m.to_dict()
             d.pop("created_wall", None)
             d["embedding_f16"] = base64.b64encode(np.asarray(e, dtype=np.float16).tobytes()).decode()
             fh.write((json.dumps(d, sort_keys=True) + "\n").encode())
     tmp.replace(path)
-    return len(mems)
+    return n
 
 
 def read_export(path: str | Path) -> Iterator[tuple[Memory, np.ndarray]]:
@@ -69,11 +74,14 @@ def import_export(stream: MemoryStream, path: str | Path) -> int:
     if len(stream):
         raise ValueError(f"import into an empty store only ({stream.path} holds {len(stream)} memories)")
     items, embs = [], []
+    new_id: dict[str, str] = {}  # an empty store numbers memories m000000, m000001, ... in insertion order
     for m, e in read_export(path):
+        new_id[m.id] = f"m{len(items):06d}"
         items.append(dict(description=m.description, now=m.created, last_access=m.last_access, type=m.type,
                           importance=m.importance, importance_error=m.importance_error,
                           importance_source=m.importance_source, tag=m.tag, task=m.task, episode=m.episode,
-                          evidence_ids=m.evidence_ids, depth=m.depth, extra=m.extra))
+                          evidence_ids=[new_id[x] for x in m.evidence_ids if x in new_id], depth=m.depth,
+                          extra=m.extra))
         embs.append(e)
     if items:
         stream.add_many(items, np.stack(embs))
