@@ -10,6 +10,7 @@ import dataclasses
 import time
 import uuid
 from collections import deque
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -155,6 +156,16 @@ class _Step:
     sage_called: bool = False
     retrievals: list[MemoryRetrieval] = field(default_factory=list)
     writes: list[MemoryWrite] = field(default_factory=list)
+
+
+@contextmanager
+def _timed(w: _Step, part: str):
+    """Add the time spent inside to the step's timing of `part` (a part can run several times in a step)."""
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        w.timings[part] = w.timings.get(part, 0.0) + time.perf_counter() - t0
 
 
 class _LazyEmbedder:
@@ -355,20 +366,18 @@ class Agent:
         w.trigger, w.sage_called = trigger, True
         ctx = self._sage_context(trigger, prop, swift_action)
         if self.amm is not None:  # T4: every planning call gets at most 5 records, as hints
-            t0 = time.perf_counter()
-            ss = st.swift_state
-            failed = st.buffer_failures > 0 or any(r.action_valid is False or r.reward < 0 for r in self.records[-10:])
-            r = self.amm.t4(w.step, self.last.room, ss.inventory, st.sage_history, failed)
+            with _timed(w, "amm"):
+                failed = st.buffer_failures > 0 or any(r.action_valid is False or r.reward < 0
+                                                       for r in self.records[-10:])
+                r = self.amm.t4(w.step, self.last.room, st.swift_state.inventory, st.sage_history, failed)
             w.retrievals.append(r)
             ctx.memory = r.injected_text  # "" when nothing was found or the retrieval failed: the prompt is unmodified
-            w.timings["amm"] = w.timings.get("amm", 0.0) + time.perf_counter() - t0
         t0 = time.perf_counter()
         res = self.sage.think(ctx)
         w.timings["sage"] = w.timings.get("sage", 0.0) + time.perf_counter() - t0
         if self.amm is not None and (res.plan or res.actions):
-            t0 = time.perf_counter()
-            w.writes += self.amm.write_plan(w.step, res.plan, res.actions)
-            w.timings["amm"] = w.timings.get("amm", 0.0) + time.perf_counter() - t0
+            with _timed(w, "amm"):
+                w.writes += self.amm.write_plan(w.step, res.plan, res.actions)
         w.llm_calls += res.llm_calls
         w.notes += res.problems
         st.steps_since_sage = 0
@@ -443,18 +452,16 @@ class Agent:
         """AMM T1: Swift's top action is invalid. Retrieve what worked, retry Swift once with at most 3 records
         in a short memory field; a valid retry replaces the proposal, otherwise the invalid trigger calls Sage."""
         st, srm = self.state, self.cfg.srm
-        t0 = time.perf_counter()
         ss = st.swift_state
-        r = self.amm.t1(w.step, self.last.room, ss.inventory, st.sage_history, prop.top1)
+        with _timed(w, "amm"):
+            r = self.amm.t1(w.step, self.last.room, ss.inventory, st.sage_history, prop.top1)
         w.retrievals.append(r)
-        w.timings["amm"] = w.timings.get("amm", 0.0) + time.perf_counter() - t0
         if r.injected_into != "swift":
             return prop
-        t0 = time.perf_counter()
-        retry = self.swift.propose(ss, valid, memory=r.injected_text)
-        if srm.enabled and srm.loop_guard:
-            retry = apply_loop_guard(retry, ss.history, srm.loop_guard_streak)
-        w.timings["swift"] = w.timings.get("swift", 0.0) + time.perf_counter() - t0
+        with _timed(w, "swift"):
+            retry = self.swift.propose(ss, valid, memory=r.injected_text)
+            if srm.enabled and srm.loop_guard:
+                retry = apply_loop_guard(retry, ss.history, srm.loop_guard_streak)
         ok = action_key(retry.top1) in {action_key(v) for v in valid}
         r.outcome = (f"Swift's retry with memory proposed '{retry.top1}': valid, it replaces '{prop.top1}'" if ok else
                      f"Swift's retry with memory proposed '{retry.top1}': still invalid, so Sage is called")
@@ -619,14 +626,12 @@ class Agent:
         obs = self.env.step(action)
         w.timings["env"] = time.perf_counter() - t0
         if self.amm is not None:  # the salience gate: at most one record for this step
-            t0 = time.perf_counter()
-            info = self.env.task
-            w.writes += self.amm.write_step(w.step, StepFacts(
-                task=info.name, task_description=st.swift_state.task_description, variation=self.env.variation,
-                room=room_before, inventory=inv_before, action=w.menu.request if w.menu else action,
-                observation=obs.text, reward=obs.reward, score_before=score_before, score_after=obs.score,
-                done=obs.done, history=list(st.sage_history)))
-            w.timings["amm"] = w.timings.get("amm", 0.0) + time.perf_counter() - t0
+            with _timed(w, "amm"):
+                w.writes += self.amm.write_step(w.step, StepFacts(
+                    task=self.env.task.name, task_description=st.swift_state.task_description,
+                    variation=self.env.variation, room=room_before, inventory=inv_before,
+                    action=w.menu.request if w.menu else action, observation=obs.text, reward=obs.reward,
+                    score_before=score_before, score_after=obs.score, done=obs.done, history=list(st.sage_history)))
         # bookkeeping for the next step
         if system in ("sage", "critic") and not w.menu:
             failed = (not obs.action_valid) or obs.reward < 0
@@ -663,11 +668,10 @@ class Agent:
             mode_after="sage" if st.mode == "sage" and st.buffer else "swift",
             memories_written=w.writes, retrievals=w.retrievals)
         if self.amm is not None and not obs.done:  # T2 / T3: retrieve and cache, logged in this step
-            t0 = time.perf_counter()
-            invalid = [r.action for r in (self.records + [rec])[-10:] if r.action_valid is False]
-            rec.retrievals += self.amm.after_step(rec.step, obs.room, obs.inventory, st.sage_history, st.rewards,
-                                                  invalid)
-            w.timings["amm"] = w.timings.get("amm", 0.0) + time.perf_counter() - t0
+            with _timed(w, "amm"):
+                invalid = [r.action for r in (self.records + [rec])[-10:] if r.action_valid is False]
+                rec.retrievals += self.amm.after_step(rec.step, obs.room, obs.inventory, st.sage_history,
+                                                      st.rewards, invalid)
         if srm.enabled and not obs.done:
             t0 = time.perf_counter()
             report = detect(self.records + [rec], srm, st.last_report_step)

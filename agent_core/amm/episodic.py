@@ -70,6 +70,7 @@ class EpisodicMemory:
         self._t3_fired: set[str] = set()
         self._written: dict[str, str] = {}  # content key -> id of this episode's record
         self.reflection_thread: threading.Thread | None = None
+        self.llm_rate: Callable[[str], str] | None = None  # set by the agent when importance_mode is "llm"
 
     # ------------------------------------------------------------------ store
     def default_store_dir(self) -> Path:
@@ -137,8 +138,6 @@ class EpisodicMemory:
         w.elapsed_ms = round((time.perf_counter() - t0) * 1000, 2)
         return [w]
 
-    llm_rate: Callable[[str], str] | None = None  # set by the agent when importance_mode is "llm"
-
     def _llm_importance(self, text: str, fallback: float) -> tuple[float, str, str]:
         from memory_store.reflection import rate_importance
 
@@ -202,7 +201,7 @@ class EpisodicMemory:
         for cand in r.result.top:
             mem = self.stream.get(cand.id) if self.stream is not None else None
             extra = mem.extra if mem is not None else {}
-            key = (f"{cand.tag}|{action_key(extra.get('action', ''))}|{clean(extra.get('result', ''), 60).lower()}"
+            key = (content_key(cand.tag, extra["action"], extra.get("result", ""), extra.get("room", ""))
                    if extra.get("action") else cand.description.strip().lower())
             if key in seen:
                 continue
