@@ -132,7 +132,7 @@ def _set_cmd(name: str) -> None:
 def _settings_key(s: dict[str, Any]) -> tuple:
     factory = S.get("agent_factory")
     return (s["preset"], s["backend"], s["embedded_model"], s["base_url"], s["llm_model"], s["llm_timeout"],
-            s["llm_threads"], s["step_limit"], id(factory) if factory else None)
+            s["llm_threads"], s["step_limit"], s.get("memory_store", ""), id(factory) if factory else None)
 
 
 def _build_config(s: dict[str, Any]) -> Config:
@@ -140,7 +140,7 @@ def _build_config(s: dict[str, Any]) -> Config:
     return apply_overrides(cfg, {"llm.backend": s["backend"], "llm.embedded_model": s["embedded_model"],
                                  "llm.base_url": s["base_url"], "llm.model": s["llm_model"],
                                  "llm.timeout_s": s["llm_timeout"], "llm.n_threads": s["llm_threads"],
-                                 "env.step_limit": s["step_limit"]})
+                                 "env.step_limit": s["step_limit"], "amm.store_dir": s.get("memory_store", "")})
 
 
 def _fail(msg: str) -> None:
@@ -296,6 +296,18 @@ def live_sidebar() -> dict[str, Any]:
     pre = st.selectbox("Preset", names_p, key="run_preset", format_func=lambda p: p,
                        help="Which modules are on (Configurations page has every number).")
     st.caption(PRESETS[pre][0])
+    memory_store = ""
+    if preset(pre).amm.enabled:
+        S.setdefault("run_memory", "continue")
+        mem = st.radio("Episodic memory", ["continue", "fresh"], key="run_memory", horizontal=True,
+                       format_func={"continue": "keep learning", "fresh": "fresh copy"}.get,
+                       help="Keep learning: every episode writes into the agent's store (runs/memory/agent), so "
+                            "what it learns carries over to your next episodes. Fresh copy: this browser session "
+                            "starts from a new copy of the shipped warm store (or an empty one for weak memory), "
+                            "so a demo is repeatable.")
+        if mem == "fresh":
+            S.setdefault("run_memory_session", time.strftime("%Y%m%d-%H%M%S"))
+            memory_store = str(RUNS_DIR / "memory" / f"session-{S['run_memory_session']}-{pre}")
     backend = st.selectbox("LLM backend (Sage)", ["embedded", "openai"], key="run_backend",
                            format_func=lambda b: {"embedded": "embedded (offline, on this CPU)",
                                                   "openai": "OpenAI-compatible server (vLLM, Ollama, ...)"}[b],
@@ -330,7 +342,7 @@ def live_sidebar() -> dict[str, Any]:
                                 "(`env.step_limit`, 100 in the paper's protocol).")
     return {"task": task, "split": split, "variation": variation, "preset": pre, "backend": backend,
             "embedded_model": emb, "base_url": base_url, "llm_model": model, "llm_timeout": float(timeout),
-            "llm_threads": int(threads), "step_limit": int(limit)}
+            "llm_threads": int(threads), "step_limit": int(limit), "memory_store": memory_store}
 
 
 def live_buttons() -> None:
