@@ -433,3 +433,16 @@ def test_full_gives_the_critic_memory_evidence(tmp_path, sw_env, two_episodes):
     assert any(x.trigger == "T2" for r in prec for x in r.retrievals)
     assert not any(x.trigger == "critic" or (x.trigger in ("T2", "T3") and x.injected_into)
                    for r in prec for x in r.retrievals)
+
+
+def test_llm_importance_is_an_option_and_says_so(tmp_path, sw_env):
+    llm = ScriptedBackend(lambda p: "Rating: 9" if "rate the likely importance" in p else
+                          PLAN if "Answer the five questions" in p else "look around")
+    agent = Agent(_cfg(tmp_path / "store", **{"env.step_limit": 4, "amm.importance_mode": "llm"}),
+                  _invalid_swift(), llm, env=sw_env, runs_dir=tmp_path / "runs")
+    agent.start("boil", catalog().get("boil").test[0], split="test")
+    agent.run()
+    writes = [w for r in read_episode(agent.trace_path).steps for w in r.memories_written
+              if w.type == "observation" and w.id]
+    assert writes and all(w.importance == 9 and w.importance_source == "llm" for w in writes)
+    assert any("rate the likely importance" in c for c in llm.calls)
