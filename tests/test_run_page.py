@@ -265,6 +265,11 @@ def test_shipped_example_episodes_are_complete_and_scrub(monkeypatch, tmp_path):
         assert e.summary is not None and e.truncated_tail is None and e.summary.steps == len(e.steps)
         assert {"swift", "sage"} <= {s.system for s in e.steps}
         assert any(s.llm_calls for s in e.steps) and any(s.trigger for s in e.steps)
+    by_preset = {e.header.config.get("preset"): e for e in episodes}
+    for name in ("amm", "full"):  # memory examples in which T1 / T4 retrievals happen
+        e = by_preset[name]
+        assert any(x.trigger in ("T1", "T4") and x.injected_text for s in e.steps for x in s.retrievals), name
+        assert any(w.id for s in e.steps for w in s.memories_written), name
     at = _page(monkeypatch, tmp_path / "empty-runs")
     at.radio(key="run_source").set_value("Recorded episode").run()
     assert not at.exception, at.exception
