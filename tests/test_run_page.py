@@ -126,11 +126,11 @@ def test_reset_step_run_n(monkeypatch, tmp_path, factory):
 
 
 def test_run_to_end_stops_at_done_and_pause(monkeypatch, tmp_path, factory, sw_env):
-    sw_env.cfg.step_limit = 3
     try:
         at = _page(monkeypatch, tmp_path / "runs", factory)
+        at.number_input(key="run_step_limit").set_value(3).run()  # the agent's step limit governs the episode
         at.button(key="run_reset").click().run()
-        factory.made[0].cfg.env.step_limit = 3
+        assert factory.made[-1].cfg.env.step_limit == 3 and sw_env.cfg.step_limit == 3
         at.button(key="run_run_end").click().run()
         assert not at.exception, at.exception
         assert _metric(at, "Step") == "3" and not at.session_state["run_running"]
