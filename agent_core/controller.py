@@ -27,7 +27,7 @@ from .srm.critic import Critic, CriticContext, limit_moves
 from .srm.gate1 import DROP, Gate1, GateContext, menu_choice
 from .srm.loop_guard import STREAK, apply_loop_guard
 from .srm.stagnation import detect
-from .swift.format import HistoryStep, SwiftState, swift_input
+from .swift.format import SwiftState, swift_input
 from .swift.model import SwiftProposal
 from .trace import (CriticCall, EpisodeHeader, EpisodeSummary, Gate1Decision, MemoryRetrieval, MemoryWrite,
                     MenuChoice, StagnationReport, StepRecord, SwiftCandidate, TraceWriter, Trigger)
@@ -323,7 +323,7 @@ class Agent:
                 else:
                     why += f" My instinct (Swift) proposes '{proposed}'."
         return SageContext(task=ss.task_description, look=ss.look, inventory=ss.inventory, score=ss.score,
-                           time=ss.time, history=self.state.sage_history, task_name=self.env.task.name,
+                           time=len(self.records), history=self.state.sage_history, task_name=self.env.task.name,
                            worked_examples=self._examples, called_because=why)
 
     def _take_buffered(self, w: _Step, valid: Sequence[str]) -> tuple[str | None, str]:
@@ -472,7 +472,7 @@ class Agent:
         """ScienceWorld asked which of several objects was meant: answer with a number, deliberately."""
         st = self.state
         options = self.last.menu
-        request = st.swift_state.history[-1].action if st.swift_state.history else ""
+        request = self.records[-1].action if self.records else ""
         if self.cfg.srm.enabled:
             # the same menu (same options) coming back means the last answer led nowhere: try another option
             tried = st.menu_tried.setdefault("|".join(sorted(options)), [])
@@ -519,9 +519,9 @@ class Agent:
             w.notes.append("a stagnation report is waiting for the action buffer to empty before the Critic runs")
             return
         ss = st.swift_state
-        hist = [(h.action, h.observation, h.reward) for h in ss.history]
+        hist = [(r.action, r.observation, r.reward) for r in self.records]  # every step, no-ops included
         ctx = CriticContext(task=ss.task_description, look=ss.look, inventory=ss.inventory, score=ss.score,
-                            time=ss.time, history=hist, report=rep, valid=valid)
+                            time=len(self.records), history=hist, report=rep, valid=valid)
         if self.amm is not None:  # Full: the cached T2 / T3 records are the Critic's evidence
             ev = self.amm.critic_evidence(w.step)
             if ev is not None:
@@ -645,8 +645,7 @@ class Agent:
         st.rewards.append(obs.reward)
         st.steps_since_sage += 1
         ss = st.swift_state
-        ss.history.append(HistoryStep(action=action, observation=obs.text, reward=obs.reward, room=obs.room))
-        ss.score, ss.look, ss.inventory = obs.score, obs.look, obs.inventory
+        ss.observe(action, obs.text, obs.reward, obs.room, obs.score, obs.look, obs.inventory)  # as in training
         st.sage_history.append((action, obs.text))
         if obs.reward > 0:
             st.avoid = []  # progress: the last report's list no longer binds Swift

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from ..env import ScienceWorld, TaskInfo, catalog
-from .format import HistoryStep, SwiftState, swift_input
+from .format import SwiftState, is_noop, swift_input  # noqa: F401 - is_noop is re-exported for tools
 
 ROOT = Path(__file__).resolve().parents[2]
 RAW_DIR = ROOT / "data" / "swift" / "gold"
@@ -40,12 +40,6 @@ TOPIC_CAPS = {"9": 50, "10": 50}  # topic number -> max train variations per tas
 TASK_CAPS = {"3-3": 100}
 DEV_PER_TASK = 5  # dev variations per task used for validation
 DROP_TARGETS = ("look around", "close door")
-NOOP_OBSERVATION = re.compile(r"^The [\w ]+ is already open\.?$")
-
-
-def is_noop(action: str, observation: str) -> bool:
-    """A gold step that changed nothing Swift's input does not already show (see the module note)."""
-    return action.strip() == "look around" or bool(NOOP_OBSERVATION.match(observation.strip()))
 
 
 @dataclass
@@ -242,14 +236,9 @@ def trajectory_pairs(traj: dict, k: int = 10) -> list[tuple[str, str]]:
     pairs = []
     for st in traj["steps"]:
         target = st["action"]
-        if is_noop(target, st["observation"]):
-            state.score, state.look, state.inventory = st["score"], st["look"], st["inventory"]
-            continue
-        if not target.startswith(DROP_TARGETS):
+        if not is_noop(target, st["observation"]) and not target.startswith(DROP_TARGETS):
             pairs.append((swift_input(state, k), target))
-        state.history.append(HistoryStep(action=st["action"], observation=st["observation"], reward=st["reward"],
-                                         room=st["room"]))
-        state.score, state.look, state.inventory = st["score"], st["look"], st["inventory"]
+        state.observe(target, st["observation"], st["reward"], st["room"], st["score"], st["look"], st["inventory"])
     return pairs
 
 

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 
 _WS = re.compile(r"\s+")
+NOOP_OBSERVATION = re.compile(r"^The [\w ]+ is already open\.?$")
 # Long texts are clipped (deterministically) so the input fits the model; the current room keeps
 # the most room because its visible objects are what the next action names.
 OBS_MAX_CHARS = 100
@@ -32,6 +33,13 @@ def fmt_num(x: float) -> str:
 
 def fmt_reward(r: float) -> str:
     return ("+" if r >= 0 else "") + fmt_num(r)
+
+
+def is_noop(action: str, observation: str) -> bool:
+    """A step that changes nothing Swift's input does not already show: `look around` (the current room is
+    in the input) and opening what "is already open" (every gold path does it for doors under openDoors).
+    Such steps are not part of Swift's history, in training (swift/data.py) and in the agent alike."""
+    return action.strip() == "look around" or bool(NOOP_OBSERVATION.match((observation or "").strip()))
 
 
 @dataclass
@@ -57,7 +65,18 @@ class SwiftState:
 
     @property
     def time(self) -> int:
+        """Swift's `Time`: the steps in its history (no-op steps are not counted, as in training)."""
         return len(self.history)
+
+    def observe(self, action: str, observation: str, reward: float, room: str, score: float, look: str,
+                inventory: str) -> bool:
+        """The one way a step enters Swift's state (training pairs and the agent both call it): the room,
+        inventory and score always update; the history grows unless the step was a no-op. True if added."""
+        self.score, self.look, self.inventory = score, look, inventory
+        if is_noop(action, observation):
+            return False
+        self.history.append(HistoryStep(action=action, observation=observation, reward=reward, room=room))
+        return True
 
     def visited_rooms(self) -> list[str]:
         seen: list[str] = []
