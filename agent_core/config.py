@@ -146,6 +146,7 @@ class AMMConfig:
     # --- T2: no progress for these many steps (each crossing fires once); T3: the same invalid action again
     t2_no_progress_steps: tuple[int, ...] = (4, 8)
     t3_repeat_invalid: int = 2
+    recent_window: int = 10  # "recent" for T3 (invalid actions) and T4 (did actions fail?): the last 10 steps
     # --- T4: every Sage planning call gets at most this many records under a "hints" header
     sage_max_records: int = 5
     sage_record_chars: int = 240  # per-record cap

@@ -368,7 +368,7 @@ class Agent:
         if self.amm is not None:  # T4: every planning call gets at most 5 records, as hints
             with _timed(w, "amm"):
                 failed = st.buffer_failures > 0 or any(r.action_valid is False or r.reward < 0
-                                                       for r in self.records[-10:])
+                                                       for r in self.records[-self.cfg.amm.recent_window:])
                 r = self.amm.t4(w.step, self.last.room, st.swift_state.inventory, st.sage_history, failed)
             w.retrievals.append(r)
             ctx.memory = r.injected_text  # "" when nothing was found or the retrieval failed: the prompt is unmodified
@@ -668,7 +668,8 @@ class Agent:
             memories_written=w.writes, retrievals=w.retrievals)
         if self.amm is not None and not obs.done:  # T2 / T3: retrieve and cache, logged in this step
             with _timed(w, "amm"):
-                invalid = [r.action for r in (self.records + [rec])[-10:] if r.action_valid is False]
+                recent = (self.records + [rec])[-self.cfg.amm.recent_window:]
+                invalid = [r.action for r in recent if r.action_valid is False]
                 rec.retrievals += self.amm.after_step(rec.step, obs.room, obs.inventory, st.sage_history,
                                                       st.rewards, invalid)
         if srm.enabled and not obs.done:

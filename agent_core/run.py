@@ -17,6 +17,27 @@ from .config import PRESETS, load_config
 from .trace import StepRecord
 
 
+def add_model_args(ap: argparse.ArgumentParser) -> None:
+    """The LLM and step-limit options every command that runs the agent takes (run, warmup)."""
+    ap.add_argument("--llm", default=None, choices=["embedded", "openai"], help="LLM backend for Sage")
+    ap.add_argument("--embedded-model", default=None, help="qwen2.5-coder-1.5b (default) or smollm2-135m")
+    ap.add_argument("--base-url", default=None, help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
+    ap.add_argument("--model", default=None, help="model name at --base-url (default: the server's first)")
+    ap.add_argument("--max-steps", type=int, default=None, help="step limit (default: env.step_limit, 100)")
+    ap.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE", help="override a field")
+
+
+def model_overrides(args: argparse.Namespace) -> list[str]:
+    """`section.field=value` overrides from the options of add_model_args."""
+    out = list(args.set)
+    for value, field in ((args.llm, "llm.backend"), (args.embedded_model, "llm.embedded_model"),
+                         (args.base_url, "llm.base_url"), (args.model, "llm.model"),
+                         (args.max_steps, "env.step_limit")):
+        if value:
+            out.append(f"{field}={value}")
+    return out
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m agent_core.run", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -25,13 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--split", choices=["train", "dev", "test"], default=None,
                     help="require the variation to be in this split (default: any)")
     ap.add_argument("--preset", default="baseline", choices=list(PRESETS))
-    ap.add_argument("--llm", default=None, choices=["embedded", "openai"], help="LLM backend for Sage")
-    ap.add_argument("--embedded-model", default=None, help="qwen2.5-coder-1.5b (default) or smollm2-135m")
-    ap.add_argument("--base-url", default=None, help="OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
-    ap.add_argument("--model", default=None, help="model name at --base-url (default: the server's first)")
-    ap.add_argument("--max-steps", type=int, default=None, help="step limit (default: env.step_limit, 100)")
+    add_model_args(ap)
     ap.add_argument("--config", default=None, help="JSON or TOML config file")
-    ap.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE", help="override a field")
     ap.add_argument("--runs-dir", default=None, help="where to write the trace (default: runs/)")
     ap.add_argument("--quiet", action="store_true")
     return ap
@@ -63,19 +79,8 @@ def progress_line(rec: StepRecord) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    overrides = list(args.set)
-    if args.llm:
-        overrides.append(f"llm.backend={args.llm}")
-    if args.embedded_model:
-        overrides.append(f"llm.embedded_model={args.embedded_model}")
-    if args.base_url:
-        overrides.append(f"llm.base_url={args.base_url}")
-    if args.model:
-        overrides.append(f"llm.model={args.model}")
-    if args.max_steps:
-        overrides.append(f"env.step_limit={args.max_steps}")
     try:
-        cfg = load_config(args.config, args.preset, overrides)
+        cfg = load_config(args.config, args.preset, model_overrides(args))
         from .env import catalog
 
         catalog().check_variation(args.task, args.variation, args.split)  # clear error before loading models

@@ -21,6 +21,7 @@ from collections import Counter
 from pathlib import Path
 
 from .config import load_config
+from .run import add_model_args, model_overrides
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_STORE = ROOT / "runs" / "warmup" / "store"
@@ -35,12 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--tasks", default="", help="comma-separated task names (default: all 30)")
     ap.add_argument("--sage", action="store_true", help="let Sage plan (slow on a CPU; plans are stored too)")
     ap.add_argument("--reflect", action="store_true", help="GA reflection between episodes (needs the LLM)")
-    ap.add_argument("--llm", default=None, choices=["embedded", "openai"])
-    ap.add_argument("--embedded-model", default=None)
-    ap.add_argument("--base-url", default=None)
-    ap.add_argument("--model", default=None)
-    ap.add_argument("--max-steps", type=int, default=None, help="step limit per episode (default 100)")
-    ap.add_argument("--set", action="append", default=[], metavar="SECTION.FIELD=VALUE")
+    add_model_args(ap)
     ap.add_argument("--export", default=None, help="write the store as a shippable export (+ MANIFEST.json)")
     ap.add_argument("--export-only", action="store_true", help="export the store as it is; run nothing")
     ap.add_argument("--merge", default=None, metavar="OTHER_STORE",
@@ -144,17 +140,12 @@ def main(argv: list[str] | None = None) -> int:
         m = write_export(store, Path(args.export), progress, progress.get("argv", argv))
         print(f"exported {m['memories']} memories to {args.export}")
         return 0
-    overrides = ["amm.enabled=true", "amm.warmup=false", f"amm.store_dir={store}", *args.set]
+    # the user's options first, then what makes this a warm-up (an empty store of its own, train episodes)
+    overrides = model_overrides(args) + ["amm.enabled=true", "amm.warmup=false", f"amm.store_dir={store}"]
     if not args.sage:
         overrides.append("controller.sage_enabled=false")
     if not args.reflect:
         overrides.append("amm.reflection=off")
-    for flag, field in ((args.llm, "llm.backend"), (args.embedded_model, "llm.embedded_model"),
-                        (args.base_url, "llm.base_url"), (args.model, "llm.model")):
-        if flag:
-            overrides.append(f"{field}={flag}")
-    if args.max_steps:
-        overrides.append(f"env.step_limit={args.max_steps}")
     try:
         cfg = load_config(None, "amm", overrides)
     except ValueError as e:
@@ -171,7 +162,11 @@ def main(argv: list[str] | None = None) -> int:
     n_var = args.variations or cfg.amm.warmup_variations_per_task
     jobs = []
     for name in names:
-        info = cat.get(name)
+        try:
+            info = cat.get(name)
+        except ValueError as e:  # an unknown task: say which ones exist, before any model is loaded
+            print(f"error: {e}", file=sys.stderr)
+            return 2
         jobs += [(info.name, v) for v in info.variations("train")[:n_var]]
     done = {(e["task"], e["variation"]) for e in progress["episodes"]}
     todo = [j for j in jobs if j not in done]

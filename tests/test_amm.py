@@ -446,3 +446,32 @@ def test_llm_importance_is_an_option_and_says_so(tmp_path, sw_env):
               if w.type == "observation" and w.id]
     assert writes and all(w.importance == 9 and w.importance_source == "llm" for w in writes)
     assert any("rate the likely importance" in c for c in llm.calls)
+
+
+def test_warmup_cli_fills_resumes_and_exports(tmp_path, capsys):
+    from agent_core import warmup
+
+    store, export = tmp_path / "store", tmp_path / "out" / "warm.jsonl.gz"
+    args = ["--store", str(store), "--tasks", "find-animal", "--variations", "1", "--max-steps", "6",
+            "--export", str(export)]
+    assert warmup.main(args) == 0
+    prog = json.loads((store / "warmup_progress.json").read_text())
+    assert [(e["task"], e["variation"]) for e in prog["episodes"]] == [("find-animal", catalog().get("find-animal").train[0])]
+    assert prog["episodes"][0]["steps"] <= 6 and prog["settings"]["sage"] is False
+    manifest = json.loads((export.parent / "MANIFEST.json").read_text())
+    lines = [json.loads(x) for x in gzip.open(export, "rt")]
+    assert manifest["memories"] == len(lines) >= 1 and manifest["episodes"] == 1 and manifest["split"] == "train"
+    assert sum(manifest["by_tag"].values()) == len(lines)
+    # run again: the episode is done, nothing runs, nothing is written twice
+    assert warmup.main(args) == 0
+    assert "1 episodes (1 done before)" in capsys.readouterr().out
+    assert len(json.loads((store / "warmup_progress.json").read_text())["episodes"]) == 1
+    assert len([json.loads(x) for x in gzip.open(export, "rt")]) == len(lines)
+
+
+def test_warmup_cli_unknown_task_is_a_clear_error(tmp_path, capsys):
+    from agent_core import warmup
+
+    assert warmup.main(["--store", str(tmp_path / "s"), "--tasks", "fly-to-the-moon"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and "fly-to-the-moon" in err and "boil" in err  # names what exists
