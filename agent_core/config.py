@@ -55,6 +55,11 @@ class SwiftConfig:
     max_input_tokens: int = 1024  # capped at the length the checkpoint was trained with
     max_output_tokens: int = 32
     checkpoint_dir: str = "assets/swift"
+    quantize: str = "int8"  # int8 dynamic quantization of the linear layers on a CPU ("none": float32)
+    unconstrained_beams: int = 5  # beams of the unconstrained search (its top-1 is the "invalid" test)
+    # A `focus on` is scored against every focus target in view; below this margin (p(best) - p(second))
+    # Swift is not sure which object: alone it takes its best non-focus action, in the agent Sage reviews.
+    focus_margin: float = 0.0
 
 
 @dataclass

@@ -57,16 +57,36 @@ class ModelSwift:
     """The trained Swift model behind the controller's interface. The loop guard (an SRM mechanism) is
     applied by the controller when SRM is on; `loop_guard=True` here is for the Swift-only benchmark."""
 
-    def __init__(self, model, k: int = 10, n: int = 5, loop_guard: bool = False, loop_guard_streak: int = STREAK):
+    def __init__(self, model, k: int = 10, n: int = 5, loop_guard: bool = False, loop_guard_streak: int = STREAK,
+                 focus_margin: float = 0.0, defer_unsure_focus: bool = False):
         self.model, self.k, self.n, self.loop_guard = model, k, n, loop_guard
         self.loop_guard_streak = loop_guard_streak
         self.name = model.name
+        # Swift alone (no Sage to review a key decision): a focus below the margin is set aside
+        self.focus_margin, self.defer_unsure_focus = focus_margin, defer_unsure_focus
 
     def propose(self, state: SwiftState, valid_actions: Sequence[str], memory: str = "") -> SwiftProposal:
         # AMM's T1 retry: the trained input stays intact and a short memory field follows it (the input is cut
         # in the middle of the history when too long, so the field at the end survives)
-        prop = self.model.propose(swift_input(state, self.k) + memory, valid_actions, self.n)
+        text = swift_input(state, self.k) + memory
+        prop = self.model.propose(text, valid_actions, self.n)
+        if self.defer_unsure_focus and prop.focus_margin is not None and prop.focus_margin < self.focus_margin:
+            prop = defer_focus(prop, self.model, text, valid_actions, self.n, self.focus_margin)
         return apply_loop_guard(prop, state.history, self.loop_guard_streak) if self.loop_guard else prop
+
+
+def defer_focus(prop: SwiftProposal, model, text: str, valid_actions: Sequence[str], n: int,
+                margin: float) -> SwiftProposal:
+    """Swift is unsure which object to focus on and nobody can review it: take its best non-focus action
+    instead (a wrong focus ends the task at -100; waiting costs a step)."""
+    others = [a for a, _s in prop.valid_ranked if not is_focus(a)]
+    if not others:  # every ranked candidate was a focus: rank the non-focus actions on their own
+        rest = [v for v in valid_actions if not is_focus(v)]
+        others = [a for a, _s in model.rank_valid(text, rest, n)] if rest else []
+    if not others:
+        return prop
+    return dataclasses.replace(prop, action=others[0], deferred=(
+        f"focus margin {prop.focus_margin:.2f} < {margin:.2f}: '{prop.action}' set aside for '{others[0]}'"))
 
 
 class ScriptedSwift:
@@ -99,10 +119,12 @@ class ScriptedSwift:
 def load_swift(cfg: Config) -> SwiftPolicy:
     from .swift.model import SwiftModel, default_threads
 
-    model = SwiftModel(ROOT / cfg.swift.checkpoint_dir / "model", threads=default_threads(),
-                       max_input_tokens=cfg.swift.max_input_tokens, max_output_tokens=cfg.swift.max_output_tokens)
     sc = cfg.swift
-    return ModelSwift(model, sc.history_k, sc.num_candidates)
+    model = SwiftModel(ROOT / sc.checkpoint_dir / "model", threads=default_threads(),
+                       max_input_tokens=sc.max_input_tokens, max_output_tokens=sc.max_output_tokens,
+                       quantize=sc.quantize, unconstrained_beams=sc.unconstrained_beams)
+    return ModelSwift(model, sc.history_k, sc.num_candidates, focus_margin=sc.focus_margin,
+                      defer_unsure_focus=not cfg.controller.sage_enabled)
 
 
 @dataclass

@@ -1,12 +1,15 @@
 """Swift-only agent (no Sage, no LLM) on ScienceWorld test variations.
 
     .venv/bin/python benchmarks/swift_only.py [--variations 3] [--step-limit 100] [--workers 2]
+        [--quantize int8|none] [--focus-margin 0.5] [--unconstrained-beams 5]
 
 Each step Swift ranks the current valid actions (beam search constrained to their prefix tree) and
 the best one is taken (after the loop guard, unless --no-loop-guard; in the agent the loop guard is part of
 SRM, benchmarks/srm_swift.py runs the agent's own loop without it); when it has no preference among
 valid actions the unconstrained top-1 is sent as is. This is exactly the agent's Swift (ModelSwift). Prints per-task and average Final score (negative counted as 0), success rate,
-Steps@Succ and inference latency p50/p95, and writes the raw results to benchmarks/results/.
+Steps@Succ, episodes ending at -100 and inference latency p50/p95, and writes the raw results to
+benchmarks/results/. Each `focus on` Swift proposes is logged with the model's probabilities over every
+focus target in view, its margin, whether it was set aside (`--focus-margin`) and what happened.
 """
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anyw
 
 from agent_core.config import SRMConfig, SwiftConfig  # noqa: E402
 from agent_core.env import ScienceWorld  # noqa: E402
-from agent_core.swift.format import HistoryStep, SwiftState  # noqa: E402
+from agent_core.swift.format import SwiftState  # noqa: E402
 from benchmarks.episode_pool import add_episode_args, episode_jobs, macro_scores, run_pool, serve_jobs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,6 +36,7 @@ def run_episode(env: ScienceWorld, swift, task: str, variation: int) -> dict:
     lat: list[float] = []
     actions: list[str] = []
     guarded = 0
+    focus: list[dict] = []
     while not obs.done:
         valid = env.valid_actions()
         t0 = time.perf_counter()
@@ -41,11 +45,15 @@ def run_episode(env: ScienceWorld, swift, task: str, variation: int) -> dict:
         guarded += bool(prop.guard)
         obs = env.step(prop.action)
         actions.append(prop.action)
-        state.history.append(HistoryStep(prop.action, obs.text, obs.reward, obs.room))
-        state.score, state.look, state.inventory = obs.score, obs.look, obs.inventory
+        if prop.focus:
+            focus.append({"step": len(actions), "margin": prop.focus_margin, "top": [(a, round(p, 4)) for a, p in prop.focus[:3]],
+                          "deferred": prop.deferred, "taken": prop.action, "reward": obs.reward, "score": obs.score,
+                          "ended": obs.done})
+        # the agent's own history builder (no-op steps left out), as in training
+        state.observe(prop.action, obs.text, obs.reward, obs.room, obs.score, obs.look, obs.inventory)
     return {"task": task, "variation": variation, "final": max(0.0, obs.score), "raw_final": obs.score,
             "success": obs.score >= 100, "steps": len(actions), "latencies": lat, "actions": actions,
-            "loop_guard_interventions": guarded}
+            "loop_guard_interventions": guarded, "focus": focus}
 
 
 def worker(jobs: list[tuple[str, int]], args, out_q) -> None:
@@ -55,8 +63,10 @@ def worker(jobs: list[tuple[str, int]], args, out_q) -> None:
     from agent_core.swift.model import SwiftModel
 
     torch.set_num_threads(1)
-    swift = ModelSwift(SwiftModel(args.model, threads=1), args.k, args.n, loop_guard=not args.no_loop_guard,
-                       loop_guard_streak=SRMConfig().loop_guard_streak)
+    model = SwiftModel(args.model, threads=1, quantize=args.quantize, unconstrained_beams=args.unconstrained_beams)
+    swift = ModelSwift(model, args.k, args.n, loop_guard=not args.no_loop_guard,
+                       loop_guard_streak=SRMConfig().loop_guard_streak, focus_margin=args.focus_margin,
+                       defer_unsure_focus=args.focus_margin > 0)
     env = ScienceWorld()
     env.cfg.step_limit = args.step_limit
     try:
@@ -73,6 +83,10 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=sc.history_k, help="history window (SPEC.md: 10)")
     ap.add_argument("--n", type=int, default=sc.num_candidates, help="beam candidates")
     ap.add_argument("--no-loop-guard", action="store_true", help="take Swift's best valid action even in a loop")
+    ap.add_argument("--quantize", default=sc.quantize, choices=["int8", "none"])
+    ap.add_argument("--unconstrained-beams", type=int, default=sc.unconstrained_beams)
+    ap.add_argument("--focus-margin", type=float, default=sc.focus_margin,
+                    help="set a focus aside when p(best target) - p(second) is below this (0: never)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "swift_only.json"))
     args = ap.parse_args()
     tasks, jobs = episode_jobs(args)
@@ -88,10 +102,14 @@ def main() -> None:
         "step_limit": args.step_limit, "loop_guard": not args.no_loop_guard,
         "loop_guard_interventions": sum(r.get("loop_guard_interventions", 0) for r in ok),
         "steps_total": sum(r["steps"] for r in ok),
+        "ended_at_minus_100": sum(r["raw_final"] <= -100 for r in ok),
+        "focus_proposed": sum(len(r["focus"]) for r in ok),
+        "focus_deferred": sum(bool(f["deferred"]) for r in ok for f in r["focus"]),
+        "quantize": args.quantize, "focus_margin": args.focus_margin, "unconstrained_beams": args.unconstrained_beams,
     }
     print(f"\nAVERAGE over {summary['tasks']} tasks ({summary['episodes']} episodes): Final "
           f"{summary['final_macro']:.2f}, success {summary['success_macro']:.1%}, Steps@Succ "
-          f"{summary['steps_at_success']}, latency p50 {summary['latency_p50_ms']:.0f} ms / p95 "
+          f"{summary['steps_at_success']}, {summary['ended_at_minus_100']} at -100, latency p50 {summary['latency_p50_ms']:.0f} ms / p95 "
           f"{summary['latency_p95_ms']:.0f} ms, {summary['wall_minutes']:.1f} min")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

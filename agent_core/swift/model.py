@@ -12,7 +12,13 @@ Decoding gives three things per step (SPEC.md section 2 and the controller's nee
   model "wants" (the controller's invalid trigger and Gate-1 look at it);
 - `rank_valid`: beam search constrained to a prefix tree of the current valid actions, so the
   proposal is valid whenever the model has any preference among valid actions;
-- `propose`: both, plus timings, as one `SwiftProposal` record.
+- `score_actions`: the full-sequence log-probability of given actions (teacher forcing, the encoder's
+  cross-attention keys computed once for the batch); `propose` scores every valid `focus on` this way when
+  the proposal is a focus, so a key decision comes with the model's confidence among the focus targets;
+- `propose`: all of it, plus timings, as one `SwiftProposal` record.
+
+On a CPU the model runs with int8 dynamic quantization of its linear layers (`quantize="int8"`): about 2.3x
+faster per step; docs/BENCHMARKS.md has its effect on the agent's score.
 """
 from __future__ import annotations
 
@@ -24,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from ..actions import action_key  # noqa: F401 - re-exported: the one normalisation (agent_core.actions)
+from ..actions import action_key, is_focus  # noqa: F401 - action_key re-exported: the one normalisation
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DIR = ROOT / "assets" / "swift" / "model"
@@ -39,6 +45,11 @@ class SwiftProposal:
     action: str = ""  # what Swift proposes: best valid action, else the unconstrained top-1
     latency_s: float = 0.0
     guard: str = ""  # the loop guard's reason when it replaced `action` (loop_guard.py)
+    # When Swift proposes a `focus on`: every valid focus action scored in full, as probabilities among them
+    # (best first), and the margin p(best) - p(second). Empty / None when the proposal is not a focus.
+    focus: list[tuple[str, float]] = field(default_factory=list)
+    focus_margin: float | None = None
+    deferred: str = ""  # why the policy set the focus aside (low margin, Swift-only mode) and took `action` instead
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -239,7 +250,8 @@ class SwiftModel:
     """Loads a trained checkpoint (model + tokenizer) and decodes ranked actions on the CPU."""
 
     def __init__(self, path: str | Path = DEFAULT_DIR, device: str | None = None, threads: int | None = None,
-                 max_input_tokens: int = 1024, max_output_tokens: int = 32):
+                 max_input_tokens: int = 1024, max_output_tokens: int = 32, quantize: str = "none",
+                 unconstrained_beams: int = 5):
         import torch
 
         path = Path(path)
@@ -252,10 +264,16 @@ class SwiftModel:
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.tokenizer, self.model = load_seq2seq(path, self.device)
         self.model.eval()
+        self.quantize = quantize if self.device == "cpu" else "none"
+        if self.quantize == "int8":
+            quantize_int8(self.model)
+        elif self.quantize != "none":
+            raise ValueError(f"unknown quantize={quantize!r}: use 'int8' or 'none'")
+        self.unconstrained_beams = unconstrained_beams
         self.eos = eos_id(self.tokenizer)
         self.path = path
         arch = "swift-minilm" if is_minilm(self.model) else "swift-t5"
-        self.name = f"{arch} ({path.name}, {sum(p.numel() for p in self.model.parameters()) / 1e6:.1f}M)"
+        self.name = f"{arch} ({path.name}, {self.summary_params(path)}{', int8' if self.quantize == 'int8' else ''})"
         self.max_output_tokens = max_output_tokens
         card = path / "training_summary.json"
         self.summary = json.loads(card.read_text()) if card.exists() else {}
@@ -296,6 +314,69 @@ class SwiftModel:
                 seen[t] = float(s)
         return sorted(seen.items(), key=lambda kv: -kv[1])
 
+    @staticmethod
+    def summary_params(path: Path) -> str:
+        """Parameter count from the safetensors header (a quantized model no longer lists its weights as parameters)."""
+        from safetensors import safe_open
+
+        with safe_open(str(path / "model.safetensors"), "pt") as f:
+            n = sum(math.prod(f.get_slice(k).get_shape()) for k in f.keys())
+        return f"{n / 1e6:.1f}M"
+
+    def score_actions(self, actions: Sequence[str], enc) -> list[float]:
+        """Full-sequence log-probability (sum over the action's tokens and EOS) of each action, in one batch.
+        The decoder's cross-attention keys and values are computed once from the single encoding and shared
+        by every row (a plain batch would project the encoder states once per action, ~100x the work)."""
+        import torch
+        from transformers.cache_utils import DynamicCache, EncoderDecoderCache
+
+        if not actions:
+            return []
+        ids = target_ids(self.tokenizer, actions, self.max_output_tokens)
+        n, width = len(ids), max(len(r) for r in ids)
+        start = self.model.config.decoder_start_token_id
+        inp = torch.full((n, width), self.tokenizer.pad_token_id, dtype=torch.long)
+        labels = torch.full((n, width), -100, dtype=torch.long)
+        mask = torch.zeros((n, width), dtype=torch.long)
+        for i, r in enumerate(ids):
+            inp[i, 0] = start
+            inp[i, 1:len(r)] = torch.tensor(r[:-1])
+            labels[i, :len(r)] = torch.tensor(r)
+            mask[i, :len(r)] = 1
+        dec = self.model.decoder
+        h = enc["encoder_outputs"].last_hidden_state.to(self.device)
+        with torch.inference_mode():
+            cross = DynamicCache()
+            for li, layer in enumerate(dec.bert.encoder.layer):
+                ca = layer.crossattention.self
+                shape = (*h.shape[:-1], -1, ca.attention_head_size)
+                k = ca.key(h).view(shape).transpose(1, 2)
+                v = ca.value(h).view(shape).transpose(1, 2)
+                cross.update(k.expand(n, -1, -1, -1), v.expand(n, -1, -1, -1), li)
+            cache = EncoderDecoderCache(DynamicCache(), cross)
+            for li in range(len(dec.bert.encoder.layer)):
+                cache.is_updated[li] = True
+            out = dec(input_ids=inp.to(self.device), attention_mask=mask.to(self.device),
+                      encoder_hidden_states=h.expand(n, -1, -1),
+                      encoder_attention_mask=enc["attention_mask"].expand(n, -1), past_key_values=cache, use_cache=True)
+            logp = out.logits.float().log_softmax(-1).cpu()
+            tok_lp = logp.gather(-1, labels.clamp(min=0).unsqueeze(-1)).squeeze(-1) * (labels >= 0)
+        return [float(x) for x in tok_lp.sum(-1)]
+
+    def focus_scores(self, valid_actions: Sequence[str], enc) -> list[tuple[str, float]]:
+        """Every valid `focus on` scored in full and turned into probabilities among the focus targets, best first:
+        how sure the model is of *which* object, whatever the beam happened to keep."""
+        focus = [" ".join(v.split()) for v in valid_actions if is_focus(v)]
+        if not focus:
+            return []
+        if not is_minilm(self.model):  # the shared cross-attention cache is written for the BERT decoder
+            return []
+        lps = self.score_actions(focus, enc)
+        top = max(lps)
+        ws = [math.exp(x - top) for x in lps]
+        z = sum(ws)
+        return sorted(((a, w / z) for a, w in zip(focus, ws)), key=lambda kv: -kv[1])
+
     def candidates(self, text: str, n: int = 5) -> list[tuple[str, float]]:
         return self._beam(self._encode(text), n)
 
@@ -323,12 +404,38 @@ class SwiftModel:
     def propose(self, text: str, valid_actions: Sequence[str] | None, n: int = 5) -> SwiftProposal:
         t0 = time.perf_counter()
         enc = self._encode(text)
-        cands = self._beam(enc, n)
+        cands = self._beam(enc, min(n, self.unconstrained_beams))
         top1 = cands[0][0] if cands else ""
         ranked = self.rank_valid(text, valid_actions, n, enc=enc) if valid_actions else []
         action = ranked[0][0] if ranked else top1
+        focus: list[tuple[str, float]] = []
+        margin = None
+        if valid_actions and is_focus(action):
+            focus = self.focus_scores(valid_actions, enc)
+            if focus:
+                # the full-sequence score decides which object; the beam only said "a focus"
+                action = focus[0][0]
+                margin = focus[0][1] - (focus[1][1] if len(focus) > 1 else 0.0)
         return SwiftProposal(top1=top1, candidates=cands, valid_ranked=ranked, action=action,
-                             latency_s=time.perf_counter() - t0)
+                             latency_s=time.perf_counter() - t0, focus=focus,
+                             focus_margin=None if margin is None else round(margin, 4))
+
+
+def quantize_int8(model) -> None:
+    """int8 dynamic quantization of the linear layers, in place (weights int8, activations quantized per
+    call); the output layer stays float, its logits rank the actions."""
+    import warnings
+
+    import torch
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's deprecation notice for its quantized tensor constructors
+        if is_minilm(model):
+            model.encoder = torch.ao.quantization.quantize_dynamic(model.encoder, {torch.nn.Linear}, dtype=torch.qint8)
+            model.decoder.bert = torch.ao.quantization.quantize_dynamic(model.decoder.bert, {torch.nn.Linear},
+                                                                        dtype=torch.qint8)
+        else:
+            torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
 
 
 def default_threads() -> int:
