@@ -18,6 +18,9 @@ VERBS: tuple[str, ...] = tuple(sorted((
     "read", "wait1", "wait", "inventory", "task", "reset task",
 ), key=len, reverse=True))
 MOVE_VERBS: frozenset[str] = frozenset({"go to", "teleport to"})
+# ScienceWorld's ten locations
+ROOMS: tuple[str, ...] = ("art studio", "bathroom", "bedroom", "foundry", "greenhouse", "hallway", "kitchen",
+                          "living room", "outside", "workshop")
 # Aliases that name the same template: normalising them never changes what the command does.
 VERB_ALIASES: dict[str, str] = {
     "walk to": "go to", "take": "pick up", "grab": "pick up", "get": "pick up", "drop": "put down",
@@ -136,6 +139,16 @@ def normalize(action: str) -> str:
 
 
 _SELF_REF = re.compile(r"^(?:use|move|pour|dunk|connect)\s+(.+?)\s+(?:on|to|in|into)\s+(.+)$")
+
+
+def treats_room_as_object(action: str) -> bool:
+    """`pour cup into kitchen`, `mix kitchen`, `focus on greenhouse`: the game lists a room as an object of
+    most commands; only moving there, its doors and looking around it make sense."""
+    verb = verb_of(action)
+    if verb in MOVE_VERBS or verb in ("look around", ""):
+        return False
+    words = f" {canonical(action)} "
+    return any(f" {r} " in words and f"door to {r}" not in words for r in ROOMS)
 
 
 def self_referential(action: str) -> bool:

@@ -68,8 +68,16 @@ class SageConfig:
 
     grounding_history_k: int = 10  # last steps shown to the grounding prompt
     worked_examples: int = 1  # train gold trajectories of the same task shown to grounding
-    plan_max_tokens: int = 400
-    ground_max_tokens: int = 200
+    plan_max_tokens: int = 160  # Q1-Q5, one short sentence each
+    ground_max_tokens: int = 200  # free-form grounding
+    # numbered grounding: pick from a short list of valid actions (sage/choices.py); "free": write commands
+    grounding: str = "numbered"
+    choices: int = 25  # options in the numbered list
+    swift_choices: int = 10  # of which at most this many are Swift's best valid actions (a wider beam)
+    max_picks: int = 5  # commands Sage may pick for the buffer
+    choose_max_tokens: int = 24  # "3, 7, 12" needs a handful of tokens
+    look_chars: int = 900  # the room description shown to Sage is clipped to this
+    history_obs_chars: int = 160  # each past observation in Sage's prompts is clipped to this
     temperature: float = 0.0
     map_similarity_threshold: float = 0.6  # min cosine to map a prose action onto a valid one
 
@@ -82,6 +90,13 @@ class ControllerConfig:
     stuck_window: int = 5  # stuck: the rewards of the last 5 steps sum to 0
     buffer_fail_limit: int = 3  # leave Sage mode after this many buffered actions fail in a row
     critical_prefixes: tuple[str, ...] = ("focus on",)  # key decisions that can end the task
+    # "unsure": Sage reviews a focus only when Swift's margin among the focus targets is below
+    # swift.focus_margin (a sure Swift acts); "always": every focus goes to Sage (SwiftSage's rule)
+    critical_review: str = "unsure"
+    # the invalid trigger: "top1" (SwiftSage: the unconstrained top-1 is not valid) or "ranked" (no valid
+    # action scores at least invalid_min_score, the mean log-probability per token of Swift's best valid action)
+    invalid_rule: str = "ranked"
+    invalid_min_score: float = -1.5
     # phrases in an observation that report a failure or anomaly (the "unexpected" trigger)
     unexpected_markers: tuple[str, ...] = (
         "broken", "is not moveable", "is not edible", "not closeable", "not openable", "can't", "cannot",

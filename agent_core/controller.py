@@ -74,6 +74,19 @@ class ModelSwift:
             prop = defer_focus(prop, self.model, text, valid_actions, self.n, self.focus_margin)
         return apply_loop_guard(prop, state.history, self.loop_guard_streak) if self.loop_guard else prop
 
+    def rank(self, state: SwiftState, valid_actions: Sequence[str], n: int) -> list[str]:
+        """Swift's n best valid actions (a wider beam than a step uses): the head of Sage's numbered list."""
+        return [a for a, _s in self.model.rank_valid(swift_input(state, self.k), valid_actions, n)]
+
+
+def invalid_fires(prop: SwiftProposal, valid_keys: set[str], cc) -> bool:
+    """The invalid trigger. `top1` (SwiftSage): Swift's unconstrained top-1 is not a valid action, even when its
+    best valid action is right (`focus on painting` vs the valid `focus on finger painting`). `ranked`: Swift
+    has no valid action it rates at least `invalid_min_score` (mean log-probability per token)."""
+    if cc.invalid_rule == "top1":
+        return action_key(prop.top1) not in valid_keys  # case and spacing aside: Swift's tokenizer is uncased
+    return not prop.valid_ranked or prop.valid_ranked[0][1] < cc.invalid_min_score
+
 
 def defer_focus(prop: SwiftProposal, model, text: str, valid_actions: Sequence[str], n: int,
                 margin: float) -> SwiftProposal:
@@ -208,7 +221,7 @@ class Agent:
         self.cfg = cfg
         self.swift = swift
         self.llm = llm
-        self.sage = Sage(llm, cfg.sage)
+        self.sage = Sage(llm, cfg.sage, embedder=_LazyEmbedder(lambda: self.embedder))
         self.gate = Gate1(cfg.srm)
         self.critic = Critic(llm, cfg.srm, temperature=cfg.sage.temperature)
         self.env = env or ScienceWorld(cfg.env)
@@ -305,12 +318,18 @@ class Agent:
         cc = self.cfg.controller
         out: list[Trigger] = []
         valid_keys = {action_key(v) for v in valid}
-        if action_key(prop.top1) not in valid_keys:  # case and spacing aside: Swift's tokenizer is uncased
-            out.append(Trigger("invalid", "invalid: Swift's action is not valid in the current state",
-                               {"swift_top1": prop.top1}))
+        if invalid_fires(prop, valid_keys, cc):
+            out.append(Trigger("invalid", "invalid: Swift's action is not valid in the current state" + (
+                "" if cc.invalid_rule == "top1" else
+                f" (no valid action scores above {cc.invalid_min_score:g} per token)"),
+                               {"swift_top1": prop.top1, "rule": cc.invalid_rule}))
         if action.startswith(cc.critical_prefixes) or prop.top1.lower().startswith(cc.critical_prefixes):
-            out.append(Trigger("critical", "critical: 'focus on ...' is a key decision that can end the task",
-                               {"swift_action": action}))
+            sure = (cc.critical_review == "unsure" and prop.focus_margin is not None
+                    and prop.focus_margin >= self.cfg.swift.focus_margin and action == prop.action)
+            if not sure:
+                out.append(Trigger("critical", "critical: 'focus on ...' is a key decision that can end the task" + (
+                    f" (Swift's margin among the focus targets {prop.focus_margin:.2f} < {self.cfg.swift.focus_margin:.2f})"
+                    if prop.focus_margin is not None else ""), {"swift_action": action, "focus_margin": prop.focus_margin}))
         last_text = (self.last.text if self.last else "").lower()
         hits = [m for m in cc.unexpected_markers if m in last_text]
         if self.records and hits:
@@ -330,7 +349,8 @@ class Agent:
                            focus_limit=self._focus_limit, avoid=st.avoid if live else (), no_focus=live and bool(st.avoid),
                            embedder=_LazyEmbedder(lambda: self.embedder))
 
-    def _sage_context(self, trigger: Trigger | None, prop: SwiftProposal | None, action: str | None) -> SageContext:
+    def _sage_context(self, trigger: Trigger | None, prop: SwiftProposal | None, action: str | None,
+                      valid: Sequence[str] = ()) -> SageContext:
         ss = self.state.swift_state
         why = ""
         if trigger is not None:
@@ -344,9 +364,17 @@ class Agent:
                     why += f" My instinct (Swift) was '{prop.top1}', which the game does not accept here."
                 else:
                     why += f" My instinct (Swift) proposes '{proposed}'."
+        focus: list[str] = []
+        if trigger is not None and trigger.name == "critical" and prop is not None:
+            # Sage reviews the focus by comparing the targets in view, most likely first, not from scratch
+            focus = [a for a, _p in prop.focus] or [a for a in valid if is_focus(a)]
+        ranked = [a for a, _s in prop.valid_ranked] if prop is not None else []
+        if valid and hasattr(self.swift, "rank") and self.cfg.sage.grounding == "numbered":
+            ranked = self.swift.rank(ss, valid, self.cfg.sage.swift_choices)
         return SageContext(task=ss.task_description, look=ss.look, inventory=ss.inventory, score=ss.score,
                            time=len(self.records), history=self.state.sage_history, task_name=self.env.task.name,
-                           worked_examples=self._examples, called_because=why)
+                           worked_examples=self._examples, called_because=why, valid=list(valid),
+                           swift_ranked=ranked, focus=focus)
 
     def _take_buffered(self, w: _Step, valid: Sequence[str]) -> tuple[str | None, str]:
         """Pop buffered actions until one passes Gate-1 (SRM) or maps onto a valid action (Baseline)."""
@@ -386,7 +414,7 @@ class Agent:
                    swift_action: str | None = None) -> tuple[str | None, str]:
         st = self.state
         w.trigger, w.sage_called = trigger, True
-        ctx = self._sage_context(trigger, prop, swift_action)
+        ctx = self._sage_context(trigger, prop, swift_action, valid)
         if self.amm is not None:  # T4: every planning call gets at most 5 records, as hints
             with _timed(w, "amm"):
                 failed = st.buffer_failures > 0 or any(r.action_valid is False or r.reward < 0

@@ -16,8 +16,9 @@ Q4 - Nothing is done yet; focus on getting to the kitchen.
 Q5: No mistake so far."""
 
 
-def _agent(tmp_path, swift_actions, llm_script, sw_env):
+def _agent(tmp_path, swift_actions, llm_script, sw_env, grounding="numbered"):
     cfg = preset("baseline")
+    cfg.sage.grounding = grounding
     return Agent(cfg, ScriptedSwift(swift_actions), ScriptedBackend(llm_script), env=sw_env, runs_dir=tmp_path)
 
 
@@ -78,14 +79,16 @@ def test_unexpected_trigger_on_failure_observation(tmp_path, sw_env):
 
 
 def test_buffer_failures_return_to_swift_and_prose_is_mapped(tmp_path, sw_env):
+    # free-form grounding (sage.grounding="free", the path for a large model writing its own commands)
     agent = _agent(tmp_path, ["fly away", "look around", "look around"],
-                   [PLAN, "- sing a song to the stars\n- dance with the moon\n- juggle three planets\n"], sw_env)
+                   [PLAN, "- sing a song to the stars\n- dance with the moon\n- juggle three planets\n"], sw_env,
+                   grounding="free")
     _start(agent)
     r = agent.step()
     assert [m.method for m in r.mappings] == ["unmapped"] * 3
     assert r.system == "swift" and any("failed in a row" in n for n in r.notes)
     # prose is mapped to the nearest valid action by sentence-embedding similarity
-    agent2 = _agent(tmp_path, ["fly away"], [PLAN, "Teleport to the kitchen room."], sw_env)
+    agent2 = _agent(tmp_path, ["fly away"], [PLAN, "Teleport to the kitchen room."], sw_env, grounding="free")
     _start(agent2)
     r2 = agent2.step()
     assert r2.system == "sage" and r2.action == "teleport to kitchen"

@@ -1,7 +1,13 @@
 """Sage, System 2 (SPEC.md section 3): plan (Q1-Q5), ground the plan into an action buffer, and map
 each buffered action onto the current valid-action set.
 
-The prompts are text files in prompts/ so a teacher can read them and the app can show them.
+The prompts are text files in prompts/ so a teacher can read them and the app can show them. The plan
+prompt and the grounding prompt start with the same context (prompts/context.txt: instructions, a worked
+example, the task, then what changes step to step), so a local llama.cpp model re-uses the context it has
+already read and only reads what is new.
+
+Grounding is numbered by default (`sage.grounding="numbered"`, choices.py): Sage picks commands from a short
+numbered list of valid actions. `"free"` asks for free-form commands (prompts/ground.txt) and maps them.
 Small local models write messy answers ("**Q1.** ...", numbered lists, prose such as "fill it with
 water at the sink"), so parsing is tolerant and records what failed; mapping goes normalize -> exact
 -> nearest valid action by sentence-embedding similarity above a threshold.
@@ -14,11 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from ..actions import (MOVE_VERBS, action_key, argument_of, canonical, names_everything, normalize,
+from ..actions import (MOVE_VERBS, action_key, argument_of, canonical, is_focus, names_everything, normalize,
                        same_verb_class, self_referential, strip_decorations, verb_of)
 from ..config import SageConfig
 from ..llm import LLMBackend, LLMError
 from ..trace import ActionMapping, LLMCall
+from .choices import build_choices, format_choices, parse_choices
 
 PROMPTS = Path(__file__).resolve().parent / "prompts"
 QUESTIONS = ("Q1", "Q2", "Q3", "Q4", "Q5")
@@ -142,6 +149,8 @@ class SageResult:
     problems: list[str] = field(default_factory=list)
     error: str | None = None  # an LLM failure: the controller falls back to Swift
     seconds: float = 0.0
+    options: list[str] = field(default_factory=list)  # the numbered list offered (numbered grounding)
+    picked_how: list[str] = field(default_factory=list)  # per action: number | echo | free (choices.py)
 
 
 @dataclass
@@ -156,6 +165,9 @@ class SageContext:
     memory: str = ""  # AMM's T4 block (header + records, hints only), inserted verbatim; empty when AMM is off
     called_because: str = ""  # which switching rule fired and what Swift proposed ("my instinct tells me ...")
     worked_examples: list[tuple[str, list[str]]] = field(default_factory=list)  # (task description, actions)
+    valid: list[str] = field(default_factory=list)  # the valid actions now (numbered grounding offers some)
+    swift_ranked: list[str] = field(default_factory=list)  # Swift's best valid actions, best first
+    focus: list[str] = field(default_factory=list)  # focus targets under review, most likely first
 
 
 def _clip(s: str, n: int) -> str:
@@ -163,16 +175,25 @@ def _clip(s: str, n: int) -> str:
     return s if len(s) <= n else s[: n - 3] + "..."
 
 
-def _history(ctx: SageContext, k: int) -> str:
-    rows = [f"- {a} --> {_clip(o, 160)}" for a, o in ctx.history[-k:]]
+def _history(ctx: SageContext, k: int, clip: int = 160) -> str:
+    rows = [f"- {a} --> {_clip(o, clip)}" for a, o in ctx.history[-k:]]
     return "\n".join(rows) or "(none yet)"
 
 
+FOCUS_NOTE = ("A 'focus on' ends the task at once when it names the wrong object: pick one only if it is "
+              "exactly what the task asks for.")
+
+
 class Sage:
-    def __init__(self, llm: LLMBackend, cfg: SageConfig | None = None):
+    def __init__(self, llm: LLMBackend, cfg: SageConfig | None = None, embedder=None):
         self.llm = llm
         self.cfg = cfg or SageConfig()
+        self.embedder = embedder  # ranks valid actions by similarity to the plan (numbered grounding)
+        if self.cfg.grounding not in ("numbered", "free"):
+            raise ValueError(f"sage.grounding={self.cfg.grounding!r}: use 'numbered' or 'free'")
+        self.context_template = load_prompt("context")
         self.plan_template = load_prompt("plan")
+        self.choose_template = load_prompt("choose")
         self.ground_template = load_prompt("ground")
         self.example_template = load_prompt("example")
 
@@ -186,18 +207,40 @@ class Sage:
             call.error = str(e)
         return call
 
-    def plan_prompt(self, ctx: SageContext) -> str:
+    def _examples(self, ctx: SageContext) -> str:
+        return "\n".join(self.example_template.format(task=_clip(d, 300), actions="; ".join(a[:25]))
+                         for d, a in ctx.worked_examples[: self.cfg.worked_examples])
+
+    def context(self, ctx: SageContext) -> str:
+        """The part both prompts start with: fixed text first, what changes each step last (cache-friendly)."""
         memory = f"{ctx.memory}\n" if ctx.memory else ""  # AMM's block, with its own "hints only" header
-        return self.plan_template.format(task=ctx.task, look=_clip(ctx.look, 900), inventory=_clip(ctx.inventory, 200),
-                                         score=int(ctx.score), time=ctx.time,
-                                         history=_history(ctx, self.cfg.grounding_history_k), memory=memory,
-                                         called_because=(ctx.called_because + "\n") if ctx.called_because else "")
+        examples = self._examples(ctx)
+        return self.context_template.format(
+            examples=f"\n{examples}\n" if examples else "", task=ctx.task, look=_clip(ctx.look, self.cfg.look_chars),
+            inventory=_clip(ctx.inventory, 200), score=int(ctx.score), time=ctx.time,
+            history=_history(ctx, self.cfg.grounding_history_k, self.cfg.history_obs_chars), memory=memory,
+            called_because=(ctx.called_because + "\n") if ctx.called_because else "").rstrip("\n") + "\n"
+
+    def plan_prompt(self, ctx: SageContext) -> str:
+        return self.plan_template.format(context=self.context(ctx))
+
+    def options(self, ctx: SageContext, plan: dict[str, str]) -> list[str]:
+        """The numbered list for this call (choices.py): Swift's ranking, the focus targets under review, then
+        the valid actions most similar to the plan's subgoals."""
+        query = " ".join(plan.get(q, "") for q in ("Q3", "Q4", "Q5")) or " ".join(plan.values())
+        return build_choices(ctx.valid, query, ctx.swift_ranked, ctx.focus, self.embedder, self.cfg.choices,
+                             self.cfg.swift_choices)
+
+    def choose_prompt(self, ctx: SageContext, plan: dict[str, str], options: Sequence[str]) -> str:
+        plan_text = "\n".join(f"{q}: {plan[q]}" for q in QUESTIONS if q in plan) or "(no plan)"
+        note = FOCUS_NOTE if any(is_focus(o) for o in options) else ""
+        return self.choose_template.format(context=self.context(ctx), plan=plan_text, options=format_choices(options),
+                                           focus_note=note, limit=self.cfg.max_picks)
 
     def ground_prompt(self, ctx: SageContext, plan: dict[str, str]) -> str:
-        examples = "\n".join(self.example_template.format(task=_clip(d, 300), actions="; ".join(a[:25]))
-                             for d, a in ctx.worked_examples[: self.cfg.worked_examples])
         plan_text = "\n".join(f"{q}: {plan[q]}" for q in QUESTIONS if q in plan) or "(no plan)"
-        return self.ground_template.format(examples=examples, task=ctx.task, look=_clip(ctx.look, 900),
+        return self.ground_template.format(examples=self._examples(ctx), task=ctx.task,
+                                           look=_clip(ctx.look, self.cfg.look_chars),
                                            inventory=_clip(ctx.inventory, 200),
                                            history=_history(ctx, self.cfg.grounding_history_k), plan=plan_text)
 
@@ -213,10 +256,17 @@ class Sage:
             return res
         res.plan, problems = parse_plan(plan_call.output)
         res.problems += [f"plan: {p}" for p in problems]
-        ground_call = self._call("ground", self.ground_prompt(ctx, res.plan), self.cfg.ground_max_tokens)
+        if self.cfg.grounding == "numbered" and ctx.valid:
+            res.options = self.options(ctx, res.plan)
+            ground_call = self._call("ground", self.choose_prompt(ctx, res.plan, res.options), self.cfg.choose_max_tokens)
+        else:
+            ground_call = self._call("ground", self.ground_prompt(ctx, res.plan), self.cfg.ground_max_tokens)
         res.llm_calls.append(ground_call)
         if ground_call.error:
             res.error = ground_call.error
+        elif res.options:
+            res.actions, res.picked_how, problems = parse_choices(ground_call.output, res.options, self.cfg.max_picks)
+            res.problems += [f"grounding: {p}" for p in problems]
         else:
             res.actions, problems = parse_actions(ground_call.output)
             res.problems += [f"grounding: {p}" for p in problems]
@@ -224,5 +274,5 @@ class Sage:
         return res
 
 
-__all__ = ["Sage", "SageContext", "SageResult", "map_action", "normalize", "parse_actions", "parse_plan",
-           "QUESTIONS"]
+__all__ = ["Sage", "SageContext", "SageResult", "build_choices", "map_action", "normalize", "parse_actions",
+           "parse_choices", "parse_plan", "QUESTIONS"]
