@@ -235,7 +235,10 @@ class Sage:
         plan_text = "\n".join(f"{q}: {plan[q]}" for q in QUESTIONS if q in plan) or "(no plan)"
         note = FOCUS_NOTE if any(is_focus(o) for o in options) else ""
         return self.choose_template.format(context=self.context(ctx), plan=plan_text, options=format_choices(options),
-                                           focus_note=note, limit=self.cfg.max_picks)
+                                           focus_note=note, more=(
+                                               "" if self.cfg.max_picks <= 1 else
+                                               f" (or up to {self.cfg.max_picks} numbers in order, when several "
+                                               f"commands in a row are clearly needed)"))
 
     def ground_prompt(self, ctx: SageContext, plan: dict[str, str]) -> str:
         plan_text = "\n".join(f"{q}: {plan[q]}" for q in QUESTIONS if q in plan) or "(no plan)"

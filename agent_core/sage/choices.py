@@ -19,6 +19,8 @@ from ..actions import action_key, is_focus, self_referential, strip_decorations,
 
 # how much of the list each source may take (the rest comes from the plan's similarity)
 SWIFT_SHARE = 10
+# game commands about the game itself, never a step of a plan
+META_COMMANDS = frozenset({"task", "reset task", "inventory", "look around"})
 FOCUS_SHARE = 8
 
 
@@ -28,7 +30,7 @@ def build_choices(valid: Sequence[str], plan_text: str, swift_ranked: Sequence[s
     strings (`use axe on axe`) are never offered; `focus on` is offered only when one is under review or
     Swift ranked it, since a focus ends the task when wrong."""
     valid = [" ".join(v.split()) for v in valid]
-    allowed = {v for v in valid if not self_referential(v)}
+    allowed = {v for v in valid if not self_referential(v) and v not in META_COMMANDS}
     picked: list[str] = []
 
     def add(items: Sequence[str], cap: int) -> None:
