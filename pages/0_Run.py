@@ -43,6 +43,7 @@ from agent_core.trace import TraceError, list_traces, read_episode  # noqa: E402
 from views import next_hint as records_next_hint, pending_actions, render_episode  # noqa: E402
 from views.common import WHAT, actor_label  # noqa: E402
 from views.memory_panels import follow_open_request  # noqa: E402
+from views.progress import call_label, call_purpose, progress_label  # noqa: E402
 
 log = logging.getLogger("swiftsage.run_page")
 
@@ -84,15 +85,6 @@ class _AnnouncingLLM:
         if self.on_call is not None:
             self.on_call(messages if isinstance(messages, str) else str(messages))
         return self._inner.chat(messages, **kwargs)
-
-
-def _call_label(prompt: str) -> str:
-    """Who is thinking, from the first words of the prompt files (agent_core/sage/prompts, srm/prompts)."""
-    if "You are the Critic" in prompt[:200]:
-        return "the Critic is diagnosing the stagnation"
-    if "You are Sage" in prompt[:200]:
-        return "Sage is planning (Q1-Q5)"
-    return "Sage is turning its plan into actions"
 
 
 def _close_env(env) -> None:
@@ -156,6 +148,12 @@ def _lock() -> threading.Lock:
 
 
 def wait_for_step_in_flight() -> None:
+    """A click starts a new run of this script while a step may still be running in its worker: show it
+    with its seconds, and book it when it ends."""
+    job, agent = S.get("run_inflight"), S.get("run_agent")
+    if job is not None and agent is not None and not job["booked"]:
+        _watch(job, agent, st)
+        return
     lock = _lock()
     if lock.locked():
         with st.status("A step is still running (probably a slow model call); the page updates when it "
@@ -214,57 +212,89 @@ def _after_step(agent) -> None:
         S["run_running"] = False
 
 
-def do_step() -> None:
-    agent, header = S.get("run_agent"), S.get("run_header")
-    if agent is None or header is None:
-        return _fail("No episode yet: choose a task and press **Reset**.")
-    if agent.done:
-        S["run_running"] = False
-        st.toast("The episode is over: press Reset to start another.")
-        return
+def _start_step(agent) -> dict[str, Any]:
+    """Run one `agent.step()` in a worker thread, so the page can count the seconds while a model thinks. The
+    worker never touches Streamlit; the page reads `job` (a plain dict) and does the bookkeeping itself."""
     pending = pending_actions(agent.records)  # from the last record, not the agent's state
     owner = "The Critic's actions" if pending and pending[0][1] == "critic" else "Sage's plan"
-    label = (f"{owner}: taking the next buffered action ({len(pending)} pending)..." if pending else
-             "Swift is choosing... (if a switching rule fires, Sage is called: an LLM call)")
-    deferred: list[BaseException] = []
-    with st.status(f"Step {len(agent.records) + 1}: {label}", expanded=False) as status:
-        calls = [0]
+    now = time.perf_counter()
+    job: dict[str, Any] = {
+        "step": len(agent.records) + 1, "started": now, "since": now, "call": 0, "purpose": "",
+        "label": (f"{owner}: taking the next buffered action ({len(pending)} pending)" if pending else
+                  "Swift is choosing (if a switching rule fires, Sage is called: an LLM call)"),
+        "done": False, "rec": None, "error": None, "over": False, "booked": False}
+    llm = getattr(agent, "llm", None)
 
-        def announce(prompt: str = "") -> None:
-            calls[0] += 1
+    def announce(prompt: str = "") -> None:
+        job.update(label=call_label(prompt), purpose=call_purpose(prompt), since=time.perf_counter(),
+                   call=job["call"] + 1)
+
+    def work() -> None:
+        with _lock():
             try:
-                status.update(label=f"Step {len(agent.records) + 1}: {_call_label(prompt)} (LLM call {calls[0]} of "
-                                    f"this step)... a slow model takes up to a minute")
-            except BaseException as e:  # noqa: BLE001 - a rerun/stop request waits until the step is recorded
-                deferred.append(e)
-
-        llm = getattr(agent, "llm", None)
-        rec, error = None, None
-        with _lock():  # nothing in here may call Streamlit except announce(), which defers interruptions
-            if agent.done:  # another run finished the episode while this one waited
-                S["run_running"] = False
-            else:
+                if agent.done:  # another run finished the episode while this one waited
+                    job["over"] = True
+                    return
                 if hasattr(llm, "on_call"):
                     llm.on_call = announce
-                try:
-                    rec = agent.step()
-                    _after_step(agent)
-                except Exception as e:  # noqa: BLE001 - show it, stop running, keep the page alive
-                    log.exception("step failed")
-                    error = f"Step failed: {type(e).__name__}: {e}"
-                    _fail(error)
-                finally:
-                    if hasattr(llm, "on_call"):
-                        llm.on_call = None
-        if error:
-            status.update(label=error, state="error")
+                job["rec"] = agent.step()
+            except Exception as e:  # noqa: BLE001 - show it, stop running, keep the page alive
+                log.exception("step failed")
+                job["error"] = f"Step failed: {type(e).__name__}: {e}"
+            finally:
+                if hasattr(llm, "on_call"):
+                    llm.on_call = None
+                job["done"] = True
+
+    threading.Thread(target=work, name="agent-step", daemon=True).start()
+    return job
+
+
+def _finish_step(job: dict[str, Any], agent) -> None:
+    """The page's bookkeeping of a finished step, exactly once (also when the run that started it was
+    interrupted by a click and a later run picks it up)."""
+    if job["booked"]:
+        return
+    job["booked"] = True
+    if job["over"]:
+        S["run_running"] = False
+    elif job["error"]:
+        _fail(job["error"])
+    elif job["rec"] is not None:
+        _after_step(agent)
+
+
+def _watch(job: dict[str, Any], agent, where) -> None:
+    """Show the step in flight with its elapsed seconds until it ends; the last step stays readable below."""
+    with where.status(progress_label(job, agent.records), expanded=False) as status:
+        while not job["done"]:
+            status.update(label=progress_label(job, agent.records))
+            time.sleep(0.5)
+        _finish_step(job, agent)
+        rec = job["rec"]
+        if job["error"]:
+            status.update(label=job["error"], state="error")
         elif rec is not None:
             status.update(label=f"Step {rec.step}: {actor_label(rec.system)} took '{rec.action}' "
                                 f"({rec.timings.get('total', 0):.1f} s)", state="complete")
         else:
             status.update(label="The episode is over: press Reset to start another.", state="complete")
-    if deferred:
-        raise deferred[0]
+
+
+def do_step(where) -> bool:
+    """Take one step (shown in `where`); True when a step ran and the page should redraw with it."""
+    agent, header = S.get("run_agent"), S.get("run_header")
+    if agent is None or header is None:
+        _fail("No episode yet: choose a task and press **Reset**.")
+        return False
+    if agent.done:
+        S["run_running"] = False
+        st.toast("The episode is over: press Reset to start another.")
+        return False
+    job = _start_step(agent)
+    S["run_inflight"] = job
+    _watch(job, agent, where)
+    return True
 
 
 def next_hint(agent) -> str | None:
@@ -463,10 +493,13 @@ else:
     cmd = S.pop("run_cmd", None)
     if cmd == "reset":
         do_reset(settings)
-    elif cmd == "step":
-        do_step()
-    elif S.get("run_running"):
-        do_step()
+    want_step = cmd == "step" or (cmd != "reset" and S.get("run_running"))
+    if want_step and (S.get("run_agent") is None or S.get("run_header") is None):
+        _fail("No episode yet: choose a task and press **Reset**.")
+        want_step = False
+    # the step's progress goes above the episode, which is drawn first: the last step stays readable (not
+    # faded) while Swift or a model works on the next one
+    progress_slot = st.container()
     if S.get("run_error"):
         st.error(S["run_error"])
     agent, header = S.get("run_agent"), S.get("run_header")
@@ -479,7 +512,6 @@ else:
         render_episode(header, records, len(records), agent.summary, recorded=False, next_hint=next_hint(agent))
         if agent.trace_path is not None:
             st.caption(f"Recorded to `{agent.trace_path}`: open it later under *Recorded episode*.")
-    if S.get("run_running") and agent is not None and not agent.done:
-        time.sleep(0.05)  # let the browser draw this step before the next one starts
-        st.rerun()
+    if want_step and do_step(progress_slot):
+        st.rerun()  # draw the new step
 follow_open_request()  # "Open in the Memory explorer" was pressed in a Memory panel

@@ -39,6 +39,7 @@ def factory(tmp_path, sw_env, embedder):
     made = []
 
     def make(cfg):
+        cfg.sage.max_picks = 2  # Sage's scripted reply names two commands; both go to the buffer
         agent = Agent(cfg, ScriptedSwift(["fly to the moon", "look around", "look around", "look around",
                                           "look around"]),
                       ScriptedBackend([PLAN, "1. teleport to kitchen\n2. look at stove\n"]),

@@ -262,3 +262,27 @@ def test_a_real_srm_episode_renders_its_panels(monkeypatch, tmp_path, sw_env):
     assert "The agent keeps looking at the sink." in md and "1 of 3 calls used (2 left)" in _captions(at)
     assert "REPAIR_PREFIX" in md and "CRITIC_NO_FOCUS" in md and "teleport to kitchen" in md
     assert "a leading label such as 'Action 3:' was removed" in md
+
+
+def test_progress_label_counts_seconds_and_estimates_from_this_episode():
+    """While a step is in flight the Run page says who is thinking, the seconds so far, and how long such a
+    call usually takes here (the median of this episode's finished calls of that kind)."""
+    import time
+
+    from agent_core.trace import LLMCall
+    from views.progress import call_label, call_purpose, progress_label, usual_seconds
+
+    assert call_purpose("You are Sage ...\nAnswer the five questions ...") == "plan"
+    assert call_purpose("You are Sage ...\nCommands the game accepts right now:\n1. go to kitchen") == "ground"
+    assert call_purpose("You are the Critic of an agent") == "critic"
+    assert call_label("You are the Critic of an agent").startswith("the Critic")
+    calls = [LLMCall("plan", "embedded", "q", "p", latency_s=x) for x in (10.0, 14.0, 30.0)]
+    records = [_step(i + 1, "look around", llm_calls=[c]) for i, c in enumerate(calls)]
+    assert usual_seconds(records, "plan") == (14.0, 3) and usual_seconds(records, "critic") == (None, 0)
+    now = time.perf_counter()
+    job = {"step": 4, "label": "Sage is planning (Q1-Q5)", "since": now - 7.2, "started": now - 7.5, "call": 1,
+           "purpose": "plan"}
+    text = progress_label(job, records)
+    assert text.startswith("Step 4: Sage is planning (Q1-Q5), 7 s") and "usually ~14 s here, the median of the last 3" in text
+    first = progress_label({**job, "purpose": "critic"}, records)
+    assert "no estimate yet" in first
