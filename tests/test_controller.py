@@ -122,3 +122,21 @@ def test_episode_summary_and_step_limit(tmp_path, sw_env):
             agent.step()
     finally:
         sw_env.cfg.step_limit = 100
+
+
+def test_invalid_rule_top1_versus_ranked():
+    """`top1` (SwiftSage) fires when the unconstrained guess is not valid even though Swift's best valid action
+    is right; `ranked` fires only when Swift rates no valid action at least `invalid_min_score` per token."""
+    from agent_core.config import ControllerConfig
+    from agent_core.controller import invalid_fires
+    from agent_core.swift.model import SwiftProposal
+
+    valid = {"focus on finger painting", "look around"}
+    right = SwiftProposal(top1="focus on painting", candidates=[("focus on painting", -0.2)],
+                          valid_ranked=[("focus on finger painting", -0.4)], action="focus on finger painting")
+    lost = SwiftProposal(top1="fly away", candidates=[("fly away", -0.3)], valid_ranked=[("look around", -2.7)],
+                         action="look around")
+    top1, ranked = ControllerConfig(invalid_rule="top1"), ControllerConfig(invalid_rule="ranked", invalid_min_score=-1.5)
+    assert invalid_fires(right, valid, top1) and not invalid_fires(right, valid, ranked)
+    assert invalid_fires(lost, valid, top1) and invalid_fires(lost, valid, ranked)
+    assert invalid_fires(SwiftProposal(top1="fly", candidates=[]), valid, ranked)  # nothing valid at all

@@ -260,6 +260,7 @@ def test_sage_prompt_says_which_rule_fired_and_what_swift_proposed(tmp_path, sw_
 
 def test_invalid_trigger_compares_without_case(sw_env, tmp_path):
     agent = _agent(tmp_path, sw_env, ["look around"], name="baseline")
+    agent.cfg.controller.invalid_rule = "top1"
     _start(agent)
     prop = SwiftProposal(top1="focus on unknown substance b", candidates=[], action="focus on unknown substance B")
     names = [t.name for t in agent._triggers(prop, prop.action, ["focus on unknown substance B", "look around"])]
@@ -293,6 +294,7 @@ def test_real_swift_on_the_unknown_substance_task_is_not_invalid_by_case(tmp_pat
     from agent_core.controller import load_swift
 
     cfg = preset("baseline")
+    cfg.controller.invalid_rule, cfg.controller.critical_review = "top1", "always"  # SwiftSage's rules, tested here
     agent = Agent(cfg, load_swift(cfg), ScriptedBackend(lambda p: PLAN if "five questions" in p else ""),
                   env=sw_env, runs_dir=tmp_path)  # Sage plans but grounds nothing: Swift's own trajectory
     _start(agent, "test-conductivity-of-unknown-substances")

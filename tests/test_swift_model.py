@@ -86,6 +86,78 @@ def test_rank_valid_with_one_or_no_valid_action(shipped):
     assert [a for a, _ in only] == ["look around"]
 
 
+def test_full_sequence_scores_match_the_beam_and_rank_every_focus_target(shipped, sw_env):
+    """score_actions is the beam's own scoring done for any list at once; focus_scores turns the scores of
+    every valid focus (rooms left out) into probabilities among the targets."""
+    from agent_core.swift.model import target_ids
+
+    info = catalog().get("find-living-thing")
+    obs = sw_env.reset(info.name, info.test[0], split="test")
+    valid = sw_env.valid_actions()
+    state = SwiftState(task_description=obs.task_description, score=obs.score, look=obs.look,
+                       inventory=obs.inventory, start_room=obs.room)
+    enc = shipped._encode(swift_input(state))
+    ranked = shipped.rank_valid("", valid, 5, enc=enc)
+    full = shipped.score_actions([a for a, _ in ranked], enc)
+    lens = [len(t) for t in target_ids(shipped.tokenizer, [a for a, _ in ranked])]
+    for (a, beam), total, n in zip(ranked, full, lens):  # the beam's score is the mean log-prob per token
+        assert abs(total / n - beam) < 1e-3, (a, total / n, beam)
+    focus = shipped.focus_scores(valid, enc)
+    targets = [a for a, _ in focus]
+    assert targets and set(targets) <= set(valid) and all(a.startswith("focus on") for a in targets)
+    assert not any(a.endswith(("kitchen", "hallway", "outside", "greenhouse")) for a in targets)  # no rooms
+    probs = [p for _, p in focus]
+    assert abs(sum(probs) - 1) < 1e-6 and probs == sorted(probs, reverse=True)
+
+
+def test_a_focus_proposal_carries_its_margin_and_an_unsure_one_is_set_aside_when_swift_is_alone():
+    from agent_core.controller import ModelSwift
+    from agent_core.swift.model import SwiftProposal
+
+    class Fake:
+        name = "fake"
+
+        def __init__(self, margin):
+            self.margin = margin
+
+        def propose(self, text, valid, n):
+            return SwiftProposal(top1="focus on cup", candidates=[("focus on cup", -0.1)],
+                                 valid_ranked=[("focus on cup", -0.1), ("focus on bowl", -0.9), ("pick up cup", -1.2)],
+                                 action="focus on cup", focus=[("focus on cup", 0.5 + self.margin / 2),
+                                                               ("focus on bowl", 0.5 - self.margin / 2)],
+                                 focus_margin=self.margin)
+
+        def rank_valid(self, text, valid, n):
+            return [(v, -1.0) for v in valid][:n]
+
+    state = SwiftState(task_description="Your task is to find a cup.", score=0, look="a kitchen", inventory="")
+    valid = ["focus on cup", "focus on bowl", "pick up cup", "look around"]
+    sure = ModelSwift(Fake(0.8), focus_margin=0.5, defer_unsure_focus=True).propose(state, valid)
+    assert sure.action == "focus on cup" and not sure.deferred
+    unsure = ModelSwift(Fake(0.2), focus_margin=0.5, defer_unsure_focus=True).propose(state, valid)
+    assert unsure.action == "pick up cup" and "focus margin 0.20 < 0.50" in unsure.deferred
+    in_agent = ModelSwift(Fake(0.2), focus_margin=0.5, defer_unsure_focus=False).propose(state, valid)
+    assert in_agent.action == "focus on cup"  # with Sage on, the critical trigger reviews it instead
+
+
+def test_int8_quantized_swift_decodes_valid_actions(sw_env):
+    import torch
+
+    q = SwiftModel(DEFAULT_DIR, threads=1, quantize="int8")
+    assert "int8" in q.name and "18.1M" in q.name
+    assert any(type(m).__module__.startswith("torch.ao.nn.quantized") for m in q.model.encoder.modules())
+    assert isinstance(q.model.decoder.cls.predictions.decoder, torch.nn.Linear)  # the output layer stays float
+    info = catalog().get("boil")
+    obs = sw_env.reset(info.name, info.test[0], split="test")
+    valid = sw_env.valid_actions()
+    state = SwiftState(task_description=obs.task_description, score=obs.score, look=obs.look,
+                       inventory=obs.inventory, start_room=obs.room)
+    prop = q.propose(swift_input(state), valid, n=5)
+    assert prop.valid_ranked and all(a in valid for a, _ in prop.valid_ranked)
+    with pytest.raises(ValueError, match="unknown quantize"):
+        SwiftModel(DEFAULT_DIR, threads=1, quantize="int4")
+
+
 def test_pairs_have_the_spec_format():
     pairs = build_pairs("dev")
     assert pairs and all(p["input"].startswith("Task: ") and "; Visited rooms: {" in p["input"] for p in pairs[:100])
