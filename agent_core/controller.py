@@ -137,7 +137,7 @@ def load_swift(cfg: Config) -> SwiftPolicy:
                        max_input_tokens=sc.max_input_tokens, max_output_tokens=sc.max_output_tokens,
                        quantize=sc.quantize, unconstrained_beams=sc.unconstrained_beams)
     return ModelSwift(model, sc.history_k, sc.num_candidates, focus_margin=sc.focus_margin,
-                      defer_unsure_focus=not cfg.controller.sage_enabled)
+                      defer_unsure_focus=sc.defer_unsure_focus and not cfg.controller.sage_enabled)
 
 
 @dataclass
@@ -430,6 +430,10 @@ class Agent:
                 w.writes += self.amm.write_plan(w.step, res.plan, res.actions)
         w.llm_calls += res.llm_calls
         w.notes += res.problems
+        if res.options:
+            w.notes += [f"Sage picked '{a}'" + (f" (option {res.options.index(a) + 1} of {len(res.options)})"
+                                                 if a in res.options else " (a command of its own, not in the list)")
+                        for a in res.actions]
         st.steps_since_sage = 0
         if res.plan:
             st.plan = res.plan

@@ -1,7 +1,7 @@
 """Swift-only agent (no Sage, no LLM) on ScienceWorld test variations.
 
     .venv/bin/python benchmarks/swift_only.py [--variations 3] [--step-limit 100] [--workers 2]
-        [--quantize int8|none] [--focus-margin 0.5] [--unconstrained-beams 5]
+        [--quantize int8|none] [--focus-margin 0.5] [--unconstrained-beams 3]
 
 Each step Swift ranks the current valid actions (beam search constrained to their prefix tree) and
 the best one is taken (after the loop guard, unless --no-loop-guard; in the agent the loop guard is part of
@@ -85,8 +85,9 @@ def main() -> None:
     ap.add_argument("--no-loop-guard", action="store_true", help="take Swift's best valid action even in a loop")
     ap.add_argument("--quantize", default=sc.quantize, choices=["int8", "none"])
     ap.add_argument("--unconstrained-beams", type=int, default=sc.unconstrained_beams)
-    ap.add_argument("--focus-margin", type=float, default=sc.focus_margin,
-                    help="set a focus aside when p(best target) - p(second) is below this (0: never)")
+    ap.add_argument("--focus-margin", type=float, default=sc.focus_margin if sc.defer_unsure_focus else 0.0,
+                    help="set a focus aside when p(best target) - p(second) is below this (0: never, the default "
+                         "as swift.defer_unsure_focus is off)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "swift_only.json"))
     args = ap.parse_args()
     tasks, jobs = episode_jobs(args)

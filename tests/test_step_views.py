@@ -286,3 +286,17 @@ def test_progress_label_counts_seconds_and_estimates_from_this_episode():
     assert text.startswith("Step 4: Sage is planning (Q1-Q5), 7 s") and "usually ~14 s here, the median of the last 3" in text
     first = progress_label({**job, "purpose": "critic"}, records)
     assert "no estimate yet" in first
+
+
+def test_switching_rules_are_worded_from_the_runs_own_config():
+    from agent_core.config import preset
+    from views.run_panels import rules
+
+    cfg = preset("baseline")
+    cfg.swift.focus_margin = 0.5
+    words = "\n".join(rules(cfg.to_dict()))
+    assert "rates no valid action at least -1.5" in words and "`controller.invalid_rule = ranked`" in words
+    assert "below 0.5 (`swift.focus_margin`)" in words
+    cfg.controller.invalid_rule, cfg.controller.critical_review = "top1", "always"
+    words = "\n".join(rules(cfg.to_dict()))
+    assert "top action is not valid in the current state" in words and "swift.focus_margin" not in words

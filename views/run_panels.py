@@ -31,10 +31,21 @@ def rules(config: dict[str, Any]) -> list[str]:
     limit = c.get("buffer_fail_limit", 3)
     prefixes = ", ".join(f"'{p} ...'" for p in c.get("critical_prefixes", ["focus on"]))
     markers = c.get("unexpected_markers", [])
+    sw = config.get("swift", {}) if isinstance(config, dict) else {}
+    if c.get("invalid_rule", "top1") == "top1":
+        invalid = "**invalid**: Swift's top action is not valid in the current state (`controller.invalid_rule = top1`)"
+    else:
+        invalid = (f"**invalid**: Swift rates no valid action at least {c.get('invalid_min_score', -1.5):g} "
+                   f"(mean log-probability per token; `controller.invalid_rule = ranked`)")
+    critical = f"**critical**: Swift proposes a key decision ({prefixes}) that can end the task"
+    if c.get("critical_review", "always") == "unsure":
+        m = sw.get("focus_margin", 0.0)
+        critical += (f", and it is unsure which object: its probability margin between the two likeliest focus "
+                     f"targets in view is below {m:g} (`swift.focus_margin`); a sure focus is taken without Sage")
     return [
         f"**stuck**: the rewards of the last {w} steps sum to 0 (`controller.stuck_window = {w}`)",
-        "**invalid**: Swift's top action is not valid in the current state",
-        f"**critical**: Swift proposes a key decision ({prefixes}) that can end the task",
+        invalid,
+        critical,
         f"**unexpected**: the last observation reports a failure or anomaly ({len(markers)} phrases such as "
         f"{', '.join(repr(m) for m in markers[:3])})",
         "**buffer_empty**: back to Swift when Sage's action buffer is empty",
