@@ -323,13 +323,16 @@ class Agent:
                 "" if cc.invalid_rule == "top1" else
                 f" (no valid action scores above {cc.invalid_min_score:g} per token)"),
                                {"swift_top1": prop.top1, "rule": cc.invalid_rule}))
-        if action.startswith(cc.critical_prefixes) or prop.top1.lower().startswith(cc.critical_prefixes):
-            sure = (cc.critical_review == "unsure" and prop.focus_margin is not None
-                    and prop.focus_margin >= self.cfg.swift.focus_margin and action == prop.action)
-            if not sure:
-                out.append(Trigger("critical", "critical: 'focus on ...' is a key decision that can end the task" + (
-                    f" (Swift's margin among the focus targets {prop.focus_margin:.2f} < {self.cfg.swift.focus_margin:.2f})"
-                    if prop.focus_margin is not None else ""), {"swift_action": action, "focus_margin": prop.focus_margin}))
+        if cc.critical_review == "always":  # SwiftSage: the action or Swift's unconstrained guess is a focus
+            critical = action.startswith(cc.critical_prefixes) or prop.top1.lower().startswith(cc.critical_prefixes)
+        else:  # "unsure": the action to be taken is a focus, and Swift is not sure of its object
+            sure = (prop.focus_margin is not None and prop.focus_margin >= self.cfg.swift.focus_margin
+                    and action == prop.action)
+            critical = action.startswith(cc.critical_prefixes) and not sure
+        if critical:
+            out.append(Trigger("critical", "critical: 'focus on ...' is a key decision that can end the task" + (
+                f" (Swift's margin among the focus targets {prop.focus_margin:.2f} < {self.cfg.swift.focus_margin:.2f})"
+                if prop.focus_margin is not None else ""), {"swift_action": action, "focus_margin": prop.focus_margin}))
         last_text = (self.last.text if self.last else "").lower()
         hits = [m for m in cc.unexpected_markers if m in last_text]
         if self.records and hits:

@@ -59,7 +59,8 @@ def two_episodes(tmp_path_factory, sw_env, real_swift):
     store = tmp / "store"
     spy = SpySwift(real_swift)
     llm = _llm()
-    agent = Agent(_cfg(store), spy, llm, env=sw_env, runs_dir=tmp / "runs")
+    # SwiftSage's invalid rule: a T1 retry that stays invalid must hand the step to Sage (asserted below)
+    agent = Agent(_cfg(store, **{"controller.invalid_rule": "top1"}), spy, llm, env=sw_env, runs_dir=tmp / "runs")
     eps = []
     for split in ("train", "test"):
         info = catalog().get("boil")

@@ -19,6 +19,7 @@ Q5: No mistake so far."""
 def _agent(tmp_path, swift_actions, llm_script, sw_env, grounding="numbered"):
     cfg = preset("baseline")
     cfg.sage.grounding = grounding
+    cfg.sage.max_picks = 5  # these tests follow a buffer of several actions through the steps
     return Agent(cfg, ScriptedSwift(swift_actions), ScriptedBackend(llm_script), env=sw_env, runs_dir=tmp_path)
 
 

@@ -80,14 +80,14 @@ def test_agent_grounds_through_numbers_to_exact_valid_actions(tmp_path, sw_env):
         opts = [line.split(". ", 1) for line in prompt.split("Commands the game accepts right now")[1].splitlines()
                 if line[:1].isdigit()]
         by_text = {t: n for n, t in opts}
-        return f"{by_text['go to kitchen']}, 99"  # one good number, one out of range
+        return f"99, {by_text['go to kitchen']}"  # one out of range, then a good one
 
     agent = _agent(tmp_path, ["fly to the moon"], ScriptedBackend(llm), sw_env)
     agent.start("boil", catalog().get("boil").test[0], split="test")
     r = agent.step()
     assert r.system == "sage" and r.action == "go to kitchen" and r.room == "kitchen"
     ground = r.llm_calls[1]
-    assert ground.purpose == "ground" and "1. " in ground.prompt and "Numbers only" in ground.prompt
+    assert ground.purpose == "ground" and "1. " in ground.prompt and "Reply with its number only" in ground.prompt
     # both prompts start with the same context, so llama.cpp re-reads nothing it has already read
     context = r.llm_calls[0].prompt.split("Answer the five questions")[0]
     assert ground.prompt.startswith(context.rstrip("\n"))

@@ -178,7 +178,8 @@ def test_a_report_waits_for_the_buffer_then_expires(tmp_path, sw_env):
     # Sage's 4-action buffer is still running when the report of step 8 comes: the Critic waits
     # (srm.critic_wait_for_empty_buffer) and the report expires after srm.critic_report_ttl_steps = 2 steps
     agent = _agent(tmp_path, sw_env, lambda s, v: "look at sink", _llm(ground="look at sink\n" * 5),
-                   **{"srm.gate1_avoid_steps": 0, "srm.critic_cooldown_steps": 0})
+                   **{"srm.gate1_avoid_steps": 0, "srm.critic_cooldown_steps": 0,
+                      "sage.grounding": "free"})  # free-form: the same command may fill the buffer 5 times
     _start(agent)
     recs = [agent.step() for _ in range(11)]
     assert recs[5].critic.status == "called" and recs[7].stagnation and recs[7].trigger.name == "stuck"
