@@ -96,6 +96,9 @@ class ControllerConfig:
     # "unsure": Sage reviews a focus only when Swift's margin among the focus targets is below
     # swift.focus_margin (a sure Swift acts); "always": every focus goes to Sage (SwiftSage's rule)
     critical_review: str = "unsure"
+    # how Sage reviews a critical focus: "choose" (one short call: which of the focus targets in view, or none
+    # yet) or "replan" (SwiftSage: the Q1-Q5 plan and the numbered grounding, from scratch)
+    focus_review: str = "choose"
     # the invalid trigger: "top1" (SwiftSage: the unconstrained top-1 is not valid) or "ranked" (no valid
     # action scores at least invalid_min_score, the mean log-probability per token of Swift's best valid action)
     invalid_rule: str = "ranked"

@@ -418,6 +418,8 @@ class Agent:
         st = self.state
         w.trigger, w.sage_called = trigger, True
         ctx = self._sage_context(trigger, prop, swift_action, valid)
+        if trigger.name == "critical" and self.cfg.controller.focus_review == "choose" and ctx.focus:
+            return self._review_focus(w, ctx, prop, valid)
         if self.amm is not None:  # T4: every planning call gets at most 5 records, as hints
             with _timed(w, "amm"):
                 failed = st.buffer_failures > 0 or any(r.action_valid is False or r.reward < 0
@@ -453,6 +455,47 @@ class Agent:
             st.mode = "swift"
             w.notes.append("no buffered action passed; falling back to Swift's action")
         return action, system
+
+    def _review_focus(self, w: _Step, ctx: SageContext, prop: SwiftProposal | None,
+                      valid: Sequence[str]) -> tuple[str | None, str]:
+        """The critical trigger under `controller.focus_review = choose`: Sage compares the focus targets in view
+        and names one (it is buffered and checked like any Sage action) or says none is right yet (Swift's best
+        non-focus action is taken instead). A failed or unreadable answer falls back to Swift's action."""
+        st = self.state
+        with _timed(w, "sage"):
+            res = self.sage.review_focus(ctx)
+        w.llm_calls += res.llm_calls
+        w.notes += res.problems
+        st.steps_since_sage = 0
+        if res.error:
+            w.notes.append(f"Sage failed ({res.error}); falling back to Swift's action")
+            return None, ""
+        if res.picked_how == ["none"]:
+            # Swift's best other action; with none ranked, 'look around' (changes nothing) rather than the focus
+            alt = self._best_non_focus(prop, valid) or "look around"
+            w.notes.append(f"Sage's focus review: none of the {len(res.options)} focus targets is right yet; "
+                           f"Swift's best other action instead: '{alt}'")
+            return alt, "swift"
+        if not res.actions:
+            w.notes.append("Sage's focus review gave no focus target; falling back to Swift's action")
+            return None, ""
+        pick = res.actions[0]
+        w.notes.append(f"Sage's focus review picked '{pick}' (option {res.options.index(pick) + 1} of "
+                       f"{len(res.options)} focus targets)")
+        st.buffer = deque([Buffered(pick, "sage")])
+        st.mode, st.buffer_failures = "sage", 0
+        w.buffer_before = [pick]
+        action, system = self._take_buffered(w, valid)
+        if action is None:
+            st.mode = "swift"
+        return action, system
+
+    def _best_non_focus(self, prop: SwiftProposal | None, valid: Sequence[str]) -> str | None:
+        ranked = [a for a, _s in prop.valid_ranked] if prop is not None else []
+        others = [a for a in ranked if not is_focus(a)]
+        if not others and hasattr(self.swift, "rank"):
+            others = self.swift.rank(self.state.swift_state, [v for v in valid if not is_focus(v)], 3)
+        return others[0] if others else None
 
     def _swift_turn(self, w: _Step, valid: Sequence[str]) -> tuple[str, str]:
         st, srm = self.state, self.cfg.srm

@@ -104,7 +104,8 @@ def test_critical_review_offers_the_focus_targets(tmp_path, sw_env):
         return "1"
 
     task = "find-living-thing"
-    agent = _agent(tmp_path, lambda s, v: next(a for a in v if a.startswith("focus on")), ScriptedBackend(llm), sw_env)
+    agent = _agent(tmp_path, lambda s, v: next(a for a in v if a.startswith("focus on")), ScriptedBackend(llm), sw_env,
+                   focus_review="replan")  # SwiftSage's review: plan, then the numbered list with the targets
     agent.start(task, catalog().get(task).test[0], split="test")
     r = agent.step()
     assert r.trigger.name == "critical" and r.system == "sage"
@@ -159,3 +160,33 @@ def test_real_embedded_sage_grounds_to_valid_actions(sw_env):
     assert res.options and res.actions, (res.llm_calls[-1].output, res.problems)
     assert set(res.actions) <= set(valid), res.actions  # every pick is a command the game accepts now
     assert all(h in ("number", "echo") for h in res.picked_how), (res.picked_how, res.llm_calls[-1].output)
+
+
+@pytest.mark.parametrize("reply, expect", [("2", "pick"), ("none", "none"), ("I am unsure", "fallback")])
+def test_focus_review_chooses_among_the_targets_or_none(tmp_path, sw_env, reply, expect):
+    """controller.focus_review="choose": one short call compares the focus targets in view (no Q1-Q5 plan);
+    "none yet" takes Swift's best non-focus action; an unreadable answer falls back to Swift's focus."""
+    seen: list[str] = []
+
+    def llm(prompt: str) -> str:
+        seen.append(prompt)
+        opts = [line for line in prompt.splitlines() if line[:1].isdigit()]
+        return str(len(opts) + 1) if reply == "none" else reply
+
+    task = "find-living-thing"
+    swift = ScriptedSwift(lambda s, v: next(a for a in v if a.startswith("focus on")))
+    agent = Agent(preset("baseline"), swift, ScriptedBackend(llm), env=sw_env, runs_dir=tmp_path)
+    agent.start(task, catalog().get(task).test[0], split="test")
+    r = agent.step()
+    assert r.trigger.name == "critical" and [c.purpose for c in r.llm_calls] == ["focus_review"]
+    assert "A focus on the wrong object ends the task at once" in seen[0] and not r.plan
+    listed = [line.split(". ", 1)[1] for line in seen[0].splitlines() if line[:1].isdigit()]
+    assert len(listed) >= 2 and all(a.startswith("focus on") for a in listed)
+    if expect == "pick":
+        assert r.system == "sage" and r.action == listed[1]
+        assert any("focus review picked" in n for n in r.notes)
+    elif expect == "none":
+        assert r.system == "swift" and not r.action.startswith("focus on")  # Swift ranked only the focus here
+        assert any("none of the" in n and "'look around'" in n for n in r.notes)
+    else:
+        assert r.action.startswith("focus on") and any("gave no focus target" in n for n in r.notes)

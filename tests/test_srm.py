@@ -250,7 +250,7 @@ def test_ambiguity_menu_under_baseline_and_srm(tmp_path, fresh_env):
 def test_sage_prompt_says_which_rule_fired_and_what_swift_proposed(tmp_path, sw_env):
     llm = _llm()
     agent = _agent(tmp_path, sw_env, lambda s, v: next(a for a in v if a.startswith("focus on")), llm,
-                   name="baseline")
+                   name="baseline", **{"controller.focus_review": "replan"})  # the review that plans
     _start(agent)
     r = agent.step()
     assert r.trigger.name == "critical"
@@ -296,6 +296,7 @@ def test_real_swift_on_the_unknown_substance_task_is_not_invalid_by_case(tmp_pat
 
     cfg = preset("baseline")
     cfg.controller.invalid_rule, cfg.controller.critical_review = "top1", "always"  # SwiftSage's rules, tested here
+    cfg.controller.focus_review = "replan"
     agent = Agent(cfg, load_swift(cfg), ScriptedBackend(lambda p: PLAN if "five questions" in p else ""),
                   env=sw_env, runs_dir=tmp_path)  # Sage plans but grounds nothing: Swift's own trajectory
     _start(agent, "test-conductivity-of-unknown-substances")

@@ -13,13 +13,16 @@ def call_purpose(prompt: str) -> str:
     head = prompt[:300]
     if "You are the Critic" in head:
         return "critic"
+    if "careful reviewer" in head:
+        return "focus_review"
     if "Answer the five questions" in prompt:
         return "plan"
     return "ground"
 
 
 CALL_LABELS = {"critic": "the Critic is diagnosing the stagnation", "plan": "Sage is planning (Q1-Q5)",
-               "ground": "Sage is choosing its next command"}
+               "ground": "Sage is choosing its next command",
+               "focus_review": "Sage is checking which object to focus on"}
 
 
 def call_label(prompt: str) -> str:

@@ -60,6 +60,10 @@ def consequence(rec: StepRecord) -> str:
         return ""
     if rec.trigger.name in ("buffer_empty", "buffer_failed"):
         return "Control went back to Swift."
+    if any(c.purpose == "focus_review" for c in rec.llm_calls) and not any(c.error for c in rec.llm_calls):
+        return ("Sage compared the focus targets in view and chose this one." if rec.system == "sage" else
+                "Sage compared the focus targets in view and found none right yet, so Swift's best other action "
+                "was taken.")
     if rec.system == "sage":
         return "Sage was called: it planned, filled the action buffer, and this step's action is the first one."
     if rec.system == "critic":
@@ -143,7 +147,7 @@ def render_alerts(header: EpisodeHeader, records: list[StepRecord], t: int,
     for c in rec.llm_calls:
         if c.error:
             who = f"{c.backend} {c.model}".strip()
-            if c.purpose in ("plan", "ground"):
+            if c.purpose in ("plan", "ground", "focus_review"):
                 st.error(f"Sage's LLM call ({c.purpose}, {who}) failed at this step, so the agent fell back to "
                          f"Swift's action. The error: {c.error}")
             else:  # the Critic, the importance rater, ...: the step itself went on as usual

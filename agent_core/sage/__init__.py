@@ -196,6 +196,7 @@ class Sage:
         self.choose_template = load_prompt("choose")
         self.ground_template = load_prompt("ground")
         self.example_template = load_prompt("example")
+        self.focus_template = load_prompt("focus")
 
     def _call(self, purpose: str, prompt: str, max_tokens: int, stop: list[str] | None = None) -> LLMCall:
         call = LLMCall(purpose=purpose, backend=self.llm.name, model=self.llm.model or "", prompt=prompt)
@@ -246,6 +247,37 @@ class Sage:
                                            look=_clip(ctx.look, self.cfg.look_chars),
                                            inventory=_clip(ctx.inventory, 200),
                                            history=_history(ctx, self.cfg.grounding_history_k), plan=plan_text)
+
+    def focus_prompt(self, ctx: SageContext, options: Sequence[str]) -> str:
+        return self.focus_template.format(task=ctx.task, look=_clip(ctx.look, self.cfg.look_chars),
+                                          inventory=_clip(ctx.inventory, 200),
+                                          history=_history(ctx, self.cfg.grounding_history_k, self.cfg.history_obs_chars),
+                                          options=format_choices(options), none=len(options) + 1)
+
+    def review_focus(self, ctx: SageContext) -> SageResult:
+        """A `focus on` Swift is unsure of: one short call that compares the focus targets in view (most likely
+        first) and answers with a number, or "none of them yet" (`actions` empty, `picked_how` ["none"]).
+        No Q1-Q5 plan: the question is narrower than a plan, and the call takes a few seconds."""
+        t0 = time.perf_counter()
+        options = list(dict.fromkeys(ctx.focus))[: self.cfg.choices]
+        res = SageResult(plan={}, actions=[], options=options)
+        call = self._call("focus_review", self.focus_prompt(ctx, options), self.cfg.choose_max_tokens)
+        res.llm_calls.append(call)
+        if call.error:
+            res.error = call.error
+        else:
+            none = str(len(options) + 1)
+            if call.output.strip().strip(".*`").split()[:1] == [none]:
+                res.picked_how = ["none"]
+            else:
+                picks, how, problems = parse_choices(call.output, options, 1)
+                res.actions = [a for a, h in zip(picks, how) if a in options]
+                res.picked_how = [h for a, h in zip(picks, how) if a in options]
+                res.problems += [f"focus review: {p}" for p in problems]
+                if picks and not res.actions:
+                    res.problems.append(f"focus review: {picks[0]!r} is not one of the focus targets offered")
+        res.seconds = time.perf_counter() - t0
+        return res
 
     def think(self, ctx: SageContext) -> SageResult:
         """Plan, then ground. Any LLM failure is recorded and returned, never raised."""
