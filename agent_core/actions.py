@@ -151,6 +151,17 @@ def treats_room_as_object(action: str) -> bool:
     return any(f" {r} " in words and f"door to {r}" not in words for r in ROOMS)
 
 
+# what the game lets you focus on but no task ever asks for
+NEVER_FOCUS: frozenset[str] = frozenset({"agent", "inventory", "air", "door", "ground", "floor", "wall", "ceiling"})
+
+
+def never_a_focus_target(action: str) -> bool:
+    """`focus on inventory`, `focus on air`, `focus on door to kitchen`, `focus on kitchen`: targets the game
+    lists for every room that no ScienceWorld task asks to focus on."""
+    arg = argument_of(canonical(action))
+    return treats_room_as_object(action) or arg in NEVER_FOCUS or arg.startswith("door")
+
+
 def self_referential(action: str) -> bool:
     """`use axe on axe`, `pour fire pit into fire pit`: a valid string of the game that does nothing sensible;
     never a target for mapping or repair."""

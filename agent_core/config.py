@@ -75,8 +75,8 @@ class SageConfig:
     ground_max_tokens: int = 200  # free-form grounding
     # numbered grounding: pick from a short list of valid actions (sage/choices.py); "free": write commands
     grounding: str = "numbered"
-    choices: int = 20  # options in the numbered list
-    swift_choices: int = 10  # of which at most this many are Swift's best valid actions (a wider beam)
+    choices: int = 12  # options in the numbered list
+    swift_choices: int = 8  # of which at most this many are Swift's best valid actions (a wider beam)
     max_picks: int = 1  # commands Sage picks for the buffer (a small model picks best one at a time)
     choose_max_tokens: int = 24  # "3, 7, 12" needs a handful of tokens
     look_chars: int = 900  # the room description shown to Sage is clipped to this

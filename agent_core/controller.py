@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable, Protocol, Sequence
 
-from .actions import action_key, is_focus, strip_decorations
+from .actions import action_key, is_focus, never_a_focus_target, strip_decorations
 from .amm import EpisodicMemory, StepFacts
 from .config import Config
 from .env import Observation, ScienceWorld
@@ -370,7 +370,7 @@ class Agent:
         focus: list[str] = []
         if trigger is not None and trigger.name == "critical" and prop is not None:
             # Sage reviews the focus by comparing the targets in view, most likely first, not from scratch
-            focus = [a for a, _p in prop.focus] or [a for a in valid if is_focus(a)]
+            focus = [a for a, _p in prop.focus] or [a for a in valid if is_focus(a) and not never_a_focus_target(a)]
         ranked = [a for a, _s in prop.valid_ranked] if prop is not None else []
         if valid and hasattr(self.swift, "rank") and self.cfg.sage.grounding == "numbered":
             ranked = self.swift.rank(ss, valid, self.cfg.sage.swift_choices)

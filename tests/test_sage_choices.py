@@ -170,8 +170,7 @@ def test_focus_review_chooses_among_the_targets_or_none(tmp_path, sw_env, reply,
 
     def llm(prompt: str) -> str:
         seen.append(prompt)
-        opts = [line for line in prompt.splitlines() if line[:1].isdigit()]
-        return str(len(opts) + 1) if reply == "none" else reply
+        return "0" if reply == "none" else reply
 
     task = "find-living-thing"
     swift = ScriptedSwift(lambda s, v: next(a for a in v if a.startswith("focus on")))
@@ -180,8 +179,9 @@ def test_focus_review_chooses_among_the_targets_or_none(tmp_path, sw_env, reply,
     r = agent.step()
     assert r.trigger.name == "critical" and [c.purpose for c in r.llm_calls] == ["focus_review"]
     assert "A focus on the wrong object ends the task at once" in seen[0] and not r.plan
-    listed = [line.split(". ", 1)[1] for line in seen[0].splitlines() if line[:1].isdigit()]
+    listed = [line.split(". ", 1)[1] for line in seen[0].splitlines() if line[:1].isdigit() and line[:2] != "0."]
     assert len(listed) >= 2 and all(a.startswith("focus on") for a in listed)
+    assert "0. none of them yet" in seen[0] and "focus on inventory" not in listed and "focus on air" not in listed
     if expect == "pick":
         assert r.system == "sage" and r.action == listed[1]
         assert any("focus review picked" in n for n in r.notes)

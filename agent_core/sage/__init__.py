@@ -252,7 +252,7 @@ class Sage:
         return self.focus_template.format(task=ctx.task, look=_clip(ctx.look, self.cfg.look_chars),
                                           inventory=_clip(ctx.inventory, 200),
                                           history=_history(ctx, self.cfg.grounding_history_k, self.cfg.history_obs_chars),
-                                          options=format_choices(options), none=len(options) + 1)
+                                          options=format_choices(options))
 
     def review_focus(self, ctx: SageContext) -> SageResult:
         """A `focus on` Swift is unsure of: one short call that compares the focus targets in view (most likely
@@ -266,8 +266,7 @@ class Sage:
         if call.error:
             res.error = call.error
         else:
-            none = str(len(options) + 1)
-            if call.output.strip().strip(".*`").split()[:1] == [none]:
+            if call.output.strip().strip(".*`").split()[:1] == ["0"]:  # "0. none of them yet"
                 res.picked_how = ["none"]
             else:
                 picks, how, problems = parse_choices(call.output, options, 1)

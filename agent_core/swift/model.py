@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from ..actions import action_key, is_focus, treats_room_as_object  # noqa: F401 - action_key re-exported: the one normalisation
+from ..actions import action_key, is_focus, never_a_focus_target  # noqa: F401 - action_key re-exported: the one normalisation
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DIR = ROOT / "assets" / "swift" / "model"
@@ -369,8 +369,8 @@ class SwiftModel:
     def focus_scores(self, valid_actions: Sequence[str], enc) -> list[tuple[str, float]]:
         """Every valid `focus on` scored in full and turned into probabilities among the focus targets, best first:
         how sure the model is of *which* object, whatever the beam happened to keep."""
-        # a room is never what a task asks to focus on (the game lists `focus on kitchen` all the same)
-        focus = [" ".join(v.split()) for v in valid_actions if is_focus(v) and not treats_room_as_object(v)]
+        # a room, the inventory, the air, a door: never what a task asks to focus on (the game lists them all the same)
+        focus = [" ".join(v.split()) for v in valid_actions if is_focus(v) and not never_a_focus_target(v)]
         if not focus:
             return []
         if not is_minilm(self.model):  # the shared cross-attention cache is written for the BERT decoder
