@@ -48,6 +48,14 @@ def test_a_few_training_steps_lower_the_loss(tmp_path):
     assert after < before * 0.7, (before, after)
 
 
+def _first_state(env, info):
+    """The valid actions and Swift's state at the start of the task's first test variation."""
+    obs = env.reset(info.name, info.test[0], split="test")
+    state = SwiftState(task_description=obs.task_description, score=obs.score, look=obs.look,
+                       inventory=obs.inventory, start_room=obs.room)
+    return env.valid_actions(), state
+
+
 @pytest.fixture(scope="module")
 def shipped():
     return SwiftModel(DEFAULT_DIR, threads=1)
@@ -56,10 +64,7 @@ def shipped():
 def test_shipped_checkpoint_ranks_candidates_and_valid_actions(shipped, sw_env):
     assert (Path(DEFAULT_DIR) / "training_summary.json").exists()
     info = catalog().get("find-living-thing")
-    obs = sw_env.reset(info.name, info.test[0], split="test")
-    valid = sw_env.valid_actions()
-    state = SwiftState(task_description=obs.task_description, score=obs.score, look=obs.look,
-                       inventory=obs.inventory, start_room=obs.room)
+    valid, state = _first_state(sw_env, info)
     prop = shipped.propose(swift_input(state), valid, n=5)
     scores = [s for _, s in prop.candidates]
     assert len(prop.candidates) >= 2 and scores == sorted(scores, reverse=True)
@@ -92,10 +97,7 @@ def test_full_sequence_scores_match_the_beam_and_rank_every_focus_target(shipped
     from agent_core.swift.model import target_ids
 
     info = catalog().get("find-living-thing")
-    obs = sw_env.reset(info.name, info.test[0], split="test")
-    valid = sw_env.valid_actions()
-    state = SwiftState(task_description=obs.task_description, score=obs.score, look=obs.look,
-                       inventory=obs.inventory, start_room=obs.room)
+    valid, state = _first_state(sw_env, info)
     enc = shipped._encode(swift_input(state))
     ranked = shipped.rank_valid("", valid, 5, enc=enc)
     full = shipped.score_actions([a for a, _ in ranked], enc)
@@ -148,10 +150,7 @@ def test_int8_quantized_swift_decodes_valid_actions(sw_env):
     assert any(type(m).__module__.startswith("torch.ao.nn.quantized") for m in q.model.encoder.modules())
     assert isinstance(q.model.decoder.cls.predictions.decoder, torch.nn.Linear)  # the output layer stays float
     info = catalog().get("boil")
-    obs = sw_env.reset(info.name, info.test[0], split="test")
-    valid = sw_env.valid_actions()
-    state = SwiftState(task_description=obs.task_description, score=obs.score, look=obs.look,
-                       inventory=obs.inventory, start_room=obs.room)
+    valid, state = _first_state(sw_env, info)
     prop = q.propose(swift_input(state), valid, n=5)
     assert prop.valid_ranked and all(a in valid for a, _ in prop.valid_ranked)
     with pytest.raises(ValueError, match="unknown quantize"):
