@@ -38,7 +38,7 @@ RUNS_DIR = ROOT / "runs"
 
 def mechanisms(cfg: Config) -> list[str]:
     """What actually runs under a config: the episode header lists it and the app shows only these panels."""
-    out = ["swift", "sage"]
+    out = ["swift"] + (["sage"] if cfg.controller.sage_enabled else [])
     if cfg.amm.enabled:
         out += ["amm"] + (["amm_swift_injection"] if cfg.amm.swift_injection else [])
     if cfg.srm.enabled:

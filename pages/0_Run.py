@@ -124,7 +124,8 @@ def _set_cmd(name: str) -> None:
 def _settings_key(s: dict[str, Any]) -> tuple:
     factory = S.get("agent_factory")
     return (s["preset"], s["backend"], s["embedded_model"], s["base_url"], s["llm_model"], s["llm_timeout"],
-            s["llm_threads"], s["step_limit"], s.get("memory_store", ""), id(factory) if factory else None)
+            s["llm_threads"], s["step_limit"], s.get("memory_store", ""), s.get("quick", False),
+            id(factory) if factory else None)
 
 
 def _build_config(s: dict[str, Any]) -> Config:
@@ -132,7 +133,9 @@ def _build_config(s: dict[str, Any]) -> Config:
     return apply_overrides(cfg, {"llm.backend": s["backend"], "llm.embedded_model": s["embedded_model"],
                                  "llm.base_url": s["base_url"], "llm.model": s["llm_model"],
                                  "llm.timeout_s": s["llm_timeout"], "llm.n_threads": s["llm_threads"],
-                                 "env.step_limit": s["step_limit"], "amm.store_dir": s.get("memory_store", "")})
+                                 "env.step_limit": s["step_limit"], "amm.store_dir": s.get("memory_store", ""),
+                                 # quick demo: Swift acts alone, no switching rule calls Sage (or the Critic)
+                                 "controller.sage_enabled": not s.get("quick", False)})
 
 
 def _fail(msg: str) -> None:
@@ -338,6 +341,12 @@ def live_sidebar() -> dict[str, Any]:
         if mem == "fresh":
             S.setdefault("run_memory_session", time.strftime("%Y%m%d-%H%M%S"))
             memory_store = str(RUNS_DIR / "memory" / f"session-{S['run_memory_session']}-{pre}")
+    quick = st.toggle("Quick demo: Swift alone", key="run_quick",
+                      help="Swift acts alone and no switching rule calls Sage, so every step takes a fraction of a "
+                           "second (`controller.sage_enabled = false`). The Sage and Critic panels stay empty. "
+                           "Off: Sage is called when a rule fires, about 20 s per call with the embedded model.")
+    if quick:
+        st.caption("Quick demo: Swift acts alone; Sage is not called.")
     backend = st.selectbox("LLM backend (Sage)", ["embedded", "openai"], key="run_backend",
                            format_func=lambda b: {"embedded": "embedded (offline, on this CPU)",
                                                   "openai": "OpenAI-compatible server (vLLM, Ollama, ...)"}[b],
@@ -348,8 +357,9 @@ def live_sidebar() -> dict[str, Any]:
         S.setdefault("run_emb_model", DEFAULT_EMBEDDED)
         emb = st.selectbox("Embedded model", emb_keys, key="run_emb_model",
                            format_func=lambda k: EMBEDDED_MODELS[k].title,
-                           help="Qwen2.5-Coder-1.5B plans coherently but takes ~40-60 s per Sage call on a "
-                                "laptop CPU; SmolLM2-135M answers in seconds but its plans are poor.")
+                           help="Qwen2.5-Coder-1.5B plans coherently but takes ~20 s per Sage call (plan and "
+                                "pick) on a 2-core CPU, ~4 s to review a focus; SmolLM2-135M answers in seconds but "
+                                "its plans are poor.")
     else:
         S.setdefault("run_base_url", LLMConfig().base_url)
         base_url = st.text_input("Server URL", key="run_base_url",
@@ -372,7 +382,7 @@ def live_sidebar() -> dict[str, Any]:
                                 "(`env.step_limit`, 100 in the paper's protocol).")
     return {"task": task, "split": split, "variation": variation, "preset": pre, "backend": backend,
             "embedded_model": emb, "base_url": base_url, "llm_model": model, "llm_timeout": float(timeout),
-            "llm_threads": int(threads), "step_limit": int(limit), "memory_store": memory_store}
+            "llm_threads": int(threads), "step_limit": int(limit), "memory_store": memory_store, "quick": bool(quick)}
 
 
 def live_buttons() -> None:
@@ -467,7 +477,8 @@ def recorded_view() -> None:
 # Streamlit forgets a widget's value when a run does not draw it (e.g. while the recorded view is shown);
 # writing the values back keeps the live settings across a trip to the recorded view and back.
 for _k in ("run_task", "run_split", "run_variation", "run_preset", "run_backend", "run_emb_model", "run_base_url",
-           "run_llm_model", "run_llm_timeout", "run_llm_threads", "run_step_limit", "run_n_steps", "run_trace"):
+           "run_llm_model", "run_llm_timeout", "run_llm_threads", "run_step_limit", "run_n_steps", "run_trace",
+           "run_quick"):
     if _k in S:
         S[_k] = S[_k]
 

@@ -281,3 +281,20 @@ def test_shipped_example_episodes_are_complete_and_scrub(monkeypatch, tmp_path):
         assert not at.exception, at.exception
         assert _metric(at, f"Step (of {n})") == str(n)
         assert any(c.proto.spec for c in at.get("plotly_chart"))
+
+
+def test_quick_demo_runs_swift_alone(monkeypatch, tmp_path, factory):
+    """The sidebar's quick demo: Swift acts alone (controller.sage_enabled = false), so no step calls a model,
+    and the episode header says Sage is not among the mechanisms that ran."""
+    at = _page(monkeypatch, tmp_path / "runs", factory)
+    at.toggle(key="run_quick").set_value(True).run()
+    assert any("Swift acts alone" in c.value for c in at.caption)
+    at.button(key="run_reset").click().run()
+    at.button(key="run_step").click().run()
+    at.button(key="run_step").click().run()
+    assert not at.exception, at.exception
+    agent = factory.made[-1]
+    assert agent.cfg.controller.sage_enabled is False
+    assert [r.system for r in agent.records] == ["swift", "swift"]
+    assert not any(r.llm_calls for r in agent.records)  # "fly to the moon" is invalid, yet no Sage call
+    assert "sage" not in at.session_state["run_header"].mechanisms
