@@ -221,6 +221,11 @@ class Agent:
         self.cfg = cfg
         self.swift = swift
         self.llm = llm
+        for field_, value, allowed in (("controller.invalid_rule", cfg.controller.invalid_rule, ("top1", "ranked")),
+                                       ("controller.critical_review", cfg.controller.critical_review, ("unsure", "always")),
+                                       ("controller.focus_review", cfg.controller.focus_review, ("choose", "replan"))):
+            if value not in allowed:
+                raise ValueError(f"{field_}={value!r}: use one of {', '.join(allowed)}")
         self.sage = Sage(llm, cfg.sage, embedder=_LazyEmbedder(lambda: self.embedder))
         self.gate = Gate1(cfg.srm)
         self.critic = Critic(llm, cfg.srm, temperature=cfg.sage.temperature)

@@ -142,3 +142,15 @@ def test_invalid_rule_top1_versus_ranked():
     assert invalid_fires(right, valid, top1) and not invalid_fires(right, valid, ranked)
     assert invalid_fires(lost, valid, top1) and invalid_fires(lost, valid, ranked)
     assert invalid_fires(SwiftProposal(top1="fly", candidates=[]), valid, ranked)  # nothing valid at all
+
+
+def test_unknown_rule_names_are_refused_clearly(tmp_path, sw_env):
+    for field, value in (("invalid_rule", "top2"), ("critical_review", "sometimes"), ("focus_review", "guess")):
+        cfg = preset("baseline")
+        setattr(cfg.controller, field, value)
+        with pytest.raises(ValueError, match=f"controller.{field}='{value}': use one of"):
+            Agent(cfg, ScriptedSwift([]), ScriptedBackend([]), env=sw_env, runs_dir=tmp_path)
+    cfg = preset("baseline")
+    cfg.sage.grounding = "telepathy"
+    with pytest.raises(ValueError, match="sage.grounding='telepathy'"):
+        Agent(cfg, ScriptedSwift([]), ScriptedBackend([]), env=sw_env, runs_dir=tmp_path)
