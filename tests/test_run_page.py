@@ -264,8 +264,10 @@ def test_shipped_example_episodes_are_complete_and_scrub(monkeypatch, tmp_path):
     assert len({e.header.task for e in episodes}) >= 3
     for e in episodes:
         assert e.summary is not None and e.truncated_tail is None and e.summary.steps == len(e.steps)
-        assert {"swift", "sage"} <= {s.system for s in e.steps}
-        assert any(s.llm_calls for s in e.steps) and any(s.trigger for s in e.steps)
+    # most show both systems at work; a short one may show a sure Swift acting alone (no rule calls Sage)
+    both = [e for e in episodes if {"swift", "sage"} <= {s.system for s in e.steps}
+            and any(s.llm_calls for s in e.steps) and any(s.trigger for s in e.steps)]
+    assert len(both) >= 4 and any(e.summary.success for e in episodes)
     by_preset = {e.header.config.get("preset"): e for e in episodes}
     for name in ("amm", "full"):  # memory examples in which T1 / T4 retrievals happen
         e = by_preset[name]
