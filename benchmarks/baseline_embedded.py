@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere
 
-from benchmarks.episode_pool import add_episode_args, episode_jobs, macro_scores  # noqa: E402
+from benchmarks.episode_pool import add_episode_args, episode_jobs, macro_scores, pct  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -50,11 +50,6 @@ def run_episode(agent, task: str, variation: int) -> dict:
             "llm_errors": sum(1 for r in recs for c in r.llm_calls if c.error),
             "actions": [r.action for r in recs], "systems": [r.system for r in recs],
             "wall_s": time.perf_counter() - t0, "trace": str(agent.trace_path)}
-
-
-def pct(xs: list[float], q: float) -> float | None:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(q * (len(xs) - 1) + 0.5))] if xs else None
 
 
 def main() -> None:

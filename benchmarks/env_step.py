@@ -19,11 +19,7 @@ import statistics
 import time
 
 from agent_core.env import ScienceWorld, catalog, simplifications_for
-
-
-def pct(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(q * len(xs)))]
+from benchmarks.episode_pool import pct
 
 
 def main() -> None:

@@ -73,6 +73,12 @@ def serve_jobs(jobs: list[tuple[str, int]], run_one: Callable[[str, int], dict],
     out_q.put(None)
 
 
+def pct(xs, q: float) -> float | None:
+    """The q-quantile of xs by nearest rank (None for no values): benchmark medians and p95s."""
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * (len(xs) - 1) + 0.5))] if xs else None
+
+
 def add_episode_args(ap) -> None:
     """The options every episode benchmark takes."""
     ap.add_argument("--variations", type=int, default=3, help="first N test variations of each task")

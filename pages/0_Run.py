@@ -130,12 +130,14 @@ def _settings_key(s: dict[str, Any]) -> tuple:
 
 def _build_config(s: dict[str, Any]) -> Config:
     cfg = preset(s["preset"])
-    return apply_overrides(cfg, {"llm.backend": s["backend"], "llm.embedded_model": s["embedded_model"],
-                                 "llm.base_url": s["base_url"], "llm.model": s["llm_model"],
-                                 "llm.timeout_s": s["llm_timeout"], "llm.n_threads": s["llm_threads"],
-                                 "env.step_limit": s["step_limit"], "amm.store_dir": s.get("memory_store", ""),
-                                 # quick demo: Swift acts alone, no switching rule calls Sage (or the Critic)
-                                 "controller.sage_enabled": not s.get("quick", False)})
+    cfg = apply_overrides(cfg, {"llm.backend": s["backend"], "llm.embedded_model": s["embedded_model"],
+                                "llm.base_url": s["base_url"], "llm.model": s["llm_model"],
+                                "llm.timeout_s": s["llm_timeout"], "llm.n_threads": s["llm_threads"],
+                                "env.step_limit": s["step_limit"], "amm.store_dir": s.get("memory_store", "")})
+    if s.get("quick"):  # quick demo: no model call at all (Sage, the Critic, reflection between episodes)
+        cfg = apply_overrides(cfg, {"controller.sage_enabled": False, "srm.critic_enabled": False,
+                                    "amm.reflection": "off"})
+    return cfg
 
 
 def _fail(msg: str) -> None:
@@ -342,11 +344,13 @@ def live_sidebar() -> dict[str, Any]:
             S.setdefault("run_memory_session", time.strftime("%Y%m%d-%H%M%S"))
             memory_store = str(RUNS_DIR / "memory" / f"session-{S['run_memory_session']}-{pre}")
     quick = st.toggle("Quick demo: Swift alone", key="run_quick",
-                      help="Swift acts alone and no switching rule calls Sage, so every step takes a fraction of a "
-                           "second (`controller.sage_enabled = false`). The Sage and Critic panels stay empty. "
+                      help="Swift acts alone and no model is called: no switching rule calls Sage, the Critic and "
+                           "reflection are off (`controller.sage_enabled`, `srm.critic_enabled` = false, "
+                           "`amm.reflection` = off), so every step takes a fraction of a second. The Sage and Critic "
+                           "panels stay empty; Gate-1, the stagnation detector and memory still run in their presets. "
                            "Off: Sage is called when a rule fires, about 20 s per call with the embedded model.")
     if quick:
-        st.caption("Quick demo: Swift acts alone; Sage is not called.")
+        st.caption("Quick demo: Swift acts alone; no model is called (Sage, Critic, reflection).")
     backend = st.selectbox("LLM backend (Sage)", ["embedded", "openai"], key="run_backend",
                            format_func=lambda b: {"embedded": "embedded (offline, on this CPU)",
                                                   "openai": "OpenAI-compatible server (vLLM, Ollama, ...)"}[b],

@@ -1,5 +1,6 @@
 """Swift's loop guard: it breaks the loops a weak model falls into, and never blocks a gold action."""
-from agent_core.swift.data import is_noop, load_trajectories
+from agent_core.swift.data import load_trajectories
+from agent_core.swift.format import is_noop
 from agent_core.swift.format import HistoryStep
 from agent_core.srm.loop_guard import STREAK, apply_loop_guard, loop_reason
 from agent_core.swift.model import SwiftProposal

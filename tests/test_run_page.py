@@ -289,6 +289,7 @@ def test_quick_demo_runs_swift_alone(monkeypatch, tmp_path, factory):
     """The sidebar's quick demo: Swift acts alone (controller.sage_enabled = false), so no step calls a model,
     and the episode header says Sage is not among the mechanisms that ran."""
     at = _page(monkeypatch, tmp_path / "runs", factory)
+    at.selectbox(key="run_preset").set_value("srm").run()  # a preset with a Critic: it is off too
     at.toggle(key="run_quick").set_value(True).run()
     assert any("Swift acts alone" in c.value for c in at.caption)
     at.button(key="run_reset").click().run()
@@ -296,7 +297,8 @@ def test_quick_demo_runs_swift_alone(monkeypatch, tmp_path, factory):
     at.button(key="run_step").click().run()
     assert not at.exception, at.exception
     agent = factory.made[-1]
-    assert agent.cfg.controller.sage_enabled is False
+    assert agent.cfg.controller.sage_enabled is False and agent.cfg.srm.critic_enabled is False
     assert [r.system for r in agent.records] == ["swift", "swift"]
     assert not any(r.llm_calls for r in agent.records)  # "fly to the moon" is invalid, yet no Sage call
-    assert "sage" not in at.session_state["run_header"].mechanisms
+    mech = at.session_state["run_header"].mechanisms
+    assert "sage" not in mech and "critic" not in mech and "gate1" in mech

@@ -162,7 +162,8 @@ def test_real_embedded_sage_grounds_to_valid_actions(sw_env):
     assert all(h in ("number", "echo") for h in res.picked_how), (res.picked_how, res.llm_calls[-1].output)
 
 
-@pytest.mark.parametrize("reply, expect", [("2", "pick"), ("none", "none"), ("I am unsure", "fallback")])
+@pytest.mark.parametrize("reply, expect", [("2", "pick"), ("none", "none"), ("0. none of them yet", "none"),
+                                           ("I am unsure", "fallback")])
 def test_focus_review_chooses_among_the_targets_or_none(tmp_path, sw_env, reply, expect):
     """controller.focus_review="choose": one short call compares the focus targets in view (no Q1-Q5 plan);
     "none yet" takes Swift's best non-focus action; an unreadable answer falls back to Swift's focus."""

@@ -180,6 +180,7 @@ def _history(ctx: SageContext, k: int, clip: int = 160) -> str:
     return "\n".join(rows) or "(none yet)"
 
 
+_NONE_YET = re.compile(r"^[\s*`#>]*(?:option\s*)?0(?!\d)", re.I)
 FOCUS_NOTE = ("A 'focus on' ends the task at once when it names the wrong object: pick one only if it is "
               "exactly what the task asks for.")
 
@@ -266,7 +267,7 @@ class Sage:
         if call.error:
             res.error = call.error
         else:
-            if call.output.strip().strip(".*`").split()[:1] == ["0"]:  # "0. none of them yet"
+            if _NONE_YET.match(call.output):  # "0", "0.", "**0**", "0. none of them yet"
                 res.picked_how = ["none"]
             else:
                 picks, how, problems = parse_choices(call.output, options, 1)

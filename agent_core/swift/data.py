@@ -22,14 +22,13 @@ import gzip
 import json
 import os
 import random
-import re
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
 from ..env import ScienceWorld, TaskInfo, catalog
-from .format import SwiftState, is_noop, swift_input  # noqa: F401 - is_noop is re-exported for tools
+from .format import SwiftState, is_noop, swift_input
 
 ROOT = Path(__file__).resolve().parents[2]
 RAW_DIR = ROOT / "data" / "swift" / "gold"
