@@ -20,6 +20,8 @@ PAGES = [
     st.Page("pages/1_Tasks.py", title="Tasks", icon="📚"),
     st.Page("pages/2_Memory.py", title="Memory explorer", icon="🧠"),
     st.Page("pages/3_Configurations.py", title="Configurations", icon="⚙️"),
+    st.Page("pages/4_Evaluate.py", title="Evaluate", icon="📊", url_path="evaluate"),
+    st.Page("pages/5_Compare.py", title="Compare", icon="🔀", url_path="compare"),
 ]
 nav = st.navigation(PAGES)
 nav.run()

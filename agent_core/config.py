@@ -44,6 +44,9 @@ class EnvConfig:
     electrical_tasks: tuple[str, ...] = ELECTRICAL_TASKS  # run without noElectricalAction
     jvm_restart_limit: int = 3  # restarts of a dead JVM per episode before giving up
     jar_path: str | None = None  # None: the jar bundled with the scienceworld package
+    # start a new JVM for every episode: ScienceWorld names some objects by what the JVM played before, so an
+    # episode replays (fork, resume) and evaluates exactly only in a fresh JVM (costs about a second a reset)
+    fresh_jvm: bool = True
 
 
 @dataclass

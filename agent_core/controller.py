@@ -47,6 +47,10 @@ def mechanisms(cfg: Config) -> list[str]:
     return out
 
 
+class ForkError(RuntimeError):
+    """A recorded episode cannot be continued: the step is out of range, or the replay diverged."""
+
+
 class SwiftPolicy(Protocol):
     name: str
 
@@ -261,7 +265,9 @@ class Agent:
     def trace_path(self) -> Path | None:
         return self.writer.path if self.writer else None
 
-    def start(self, task: str | int, variation: int, split: str | None = "test") -> EpisodeHeader:
+    def start(self, task: str | int, variation: int, split: str | None = "test", run_id: str | None = None,
+              parent: dict | None = None) -> EpisodeHeader:
+        """A new episode and its trace (`runs_dir/<run_id>.jsonl`; by default a timestamped id)."""
         self.finish("stopped")
         if self.env.cfg.step_limit != self.cfg.env.step_limit:  # a shared env plays by this agent's step limit
             self.env.cfg = dataclasses.replace(self.env.cfg, step_limit=self.cfg.env.step_limit)
@@ -273,18 +279,64 @@ class Agent:
                                                        look=obs.look, inventory=obs.inventory, start_room=obs.room))
         self._examples = worked_examples(info.name, variation, self.cfg.sage.worked_examples)
         self._focus_limit = focus_limit(info.name)
-        run_id = f"{datetime.now().strftime('%Y%m%d-%H%M%S')}-{info.name}-v{variation}-{self.cfg.preset}-" \
-                 f"{uuid.uuid4().hex[:6]}"
+        run_id = run_id or f"{datetime.now().strftime('%Y%m%d-%H%M%S')}-{info.name}-v{variation}-{self.cfg.preset}-" \
+                          f"{uuid.uuid4().hex[:6]}"
         header = EpisodeHeader(task=info.name, task_index=info.index, variation=variation, split=self.env.split or "",
                                task_description=obs.task_description, config=self.cfg.to_dict(),
                                models={"swift": self.swift.name, "sage": f"{self.llm.name}:{self.llm.model}"},
                                seed=self.cfg.seed, run_id=run_id, initial_observation=obs.text,
                                initial_look=obs.look, initial_inventory=obs.inventory,
-                               mechanisms=mechanisms(self.cfg))
+                               mechanisms=mechanisms(self.cfg), parent=dict(parent or {}))
         if self.amm is not None:
             header.memory_at_start = self.amm.start_episode(run_id, info.name, obs.task_description, variation)
             header.memory_store = str(self.amm.path or "")
         self.writer = TraceWriter(self.runs_dir / f"{run_id}.jsonl", header)
+        return header
+
+    def fork(self, parent, at_step: int) -> EpisodeHeader:
+        """Start a new episode that continues `parent` (an agent_core.trace.Episode) after its step `at_step`,
+        under this agent's preset and LLM: a fresh environment replays the parent's first `at_step` actions and
+        each observation and score must equal the recorded one (else ForkError, and the fork's trace says
+        where). The replayed steps are copied into the new trace (`replayed=True`); the header names the
+        parent. The fork starts in Swift with an empty buffer, its own Critic budget and no memory writes for
+        the replayed steps (the parent's store already has them)."""
+        h, steps = parent.header, parent.steps
+        if not 0 <= at_step <= len(steps):
+            raise ForkError(f"cannot fork at step {at_step}: the recorded episode has steps 0-{len(steps)}")
+        if at_step and steps[at_step - 1].done:
+            raise ForkError(f"the recorded episode ended at step {at_step} ({steps[at_step - 1].score:g} points): "
+                            f"fork from an earlier step")
+        if h.split and h.split not in ("train", "dev", "test"):
+            raise ForkError(f"unknown split {h.split!r} in {parent.path}")
+        info = {"trace": str(parent.path), "run_id": h.run_id, "step": at_step,
+                "preset": (h.config or {}).get("preset", "") if isinstance(h.config, dict) else ""}
+        header = self.start(h.task, h.variation, split=h.split or None, parent=info)
+        t0 = time.perf_counter()
+        st = self.state
+        for rec in steps[:at_step]:
+            obs = self.env.step(rec.action)
+            if obs.text.strip() != rec.observation.strip() or obs.score != rec.score:
+                msg = (f"replay diverged at step {rec.step} ('{rec.action}'): recorded {rec.score:g} points and "
+                       f"{rec.observation[:160]!r}, replayed {obs.score:g} points and {obs.text[:160]!r}")
+                self.last = obs
+                self.finish("error", error=msg)
+                raise ForkError(msg)
+            menu = rec.menu
+            if (is_focus(rec.action) and not obs.menu) or (menu and menu.chosen >= 0 and is_focus(menu.request)):
+                st.focus_done += 1
+            st.rewards.append(obs.reward)
+            st.steps_since_sage = 0 if any(c.purpose in ("plan", "focus_review") for c in rec.llm_calls) \
+                else st.steps_since_sage + 1
+            st.swift_state.observe(rec.action, obs.text, obs.reward, obs.room, obs.score, obs.look, obs.inventory)
+            st.sage_history.append((rec.action, obs.text))
+            if rec.plan:
+                st.plan = dict(rec.plan)
+            self.last = obs
+            copy = dataclasses.replace(rec, replayed=True, env_events=self.env.drain_events(),
+                                       mode_after="swift", buffer_after=[], buffer_after_sources=[])
+            self.writer.append(copy)
+            self.records.append(copy)
+        header.parent["replay_s"] = round(time.perf_counter() - t0, 3)  # in memory only: the header is written
         return header
 
     def finish(self, reason: str | None = None, error: str | None = None) -> EpisodeSummary | None:

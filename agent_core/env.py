@@ -237,6 +237,7 @@ class ScienceWorld:
         self.cfg = cfg or EnvConfig()
         self.catalog = task_catalog or catalog()
         self._sw = None  # scienceworld.ScienceWorldEnv, started lazily
+        self._used = False  # a task was loaded into this JVM (fresh_jvm: the next reset starts a new one)
         self.task: TaskInfo | None = None
         self.variation: int | None = None
         self.split: str | None = None
@@ -306,6 +307,9 @@ class ScienceWorld:
         return self.last  # type: ignore[return-value]
 
     def _load_and_reset(self) -> None:
+        if self.cfg.fresh_jvm and self._sw is not None and self._used:
+            self.close()
+        self._used = True
         if self._sw is None or not self.jvm_alive():
             self._start()
         assert self.task is not None

@@ -229,6 +229,9 @@ class StepRecord:
     notes: list[str] = field(default_factory=list)
     mode_after: str = "swift"  # who acts next: sage while its buffer has actions, else swift
     buffer_after_sources: list[str] = field(default_factory=list)  # sage | critic for each buffer_after item
+    # a fork's first steps are its parent's, replayed in a fresh environment and checked against the parent's
+    # observations and scores (agent_core.fork); True on those copies
+    replayed: bool = False
 
 
 @dataclass
@@ -253,6 +256,8 @@ class EpisodeHeader:
     # AMM: the memory store this run read and wrote, its size and clock when the episode started
     memory_store: str = ""
     memory_at_start: dict[str, Any] = field(default_factory=dict)  # {"memories": n, "clock": t, "seeded_from": ...}
+    # a fork: {"trace": parent file, "run_id": parent's run id, "step": steps replayed, "preset": parent's preset}
+    parent: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

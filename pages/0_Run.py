@@ -19,7 +19,6 @@ import dataclasses
 import json
 import logging
 import os
-import re
 import sys
 import threading
 import time
@@ -41,14 +40,15 @@ from agent_core.env import SPLITS, catalog  # noqa: E402
 from agent_core.llm.embedded import MODELS as EMBEDDED_MODELS  # noqa: E402
 from agent_core.trace import TraceError, list_traces, read_episode  # noqa: E402
 from views import next_hint as records_next_hint, pending_actions, render_episode  # noqa: E402
+from views import sources  # noqa: E402
 from views.common import WHAT, actor_label  # noqa: E402
 from views.memory_panels import follow_open_request  # noqa: E402
 from views.progress import call_label, call_purpose, progress_label  # noqa: E402
 
 log = logging.getLogger("swiftsage.run_page")
 
-RUNS_DIR = Path(os.environ.get("SWIFTSAGE_RUNS_DIR") or ROOT / "runs")
-EPISODES_DIR = Path(os.environ.get("SWIFTSAGE_EXAMPLES_DIR") or ROOT / "assets" / "episodes")
+RUNS_DIR = sources.runs_dir()
+EPISODES_DIR = sources.examples_dir()
 _default_emb = os.environ.get("SWIFTSAGE_DEFAULT_EMBEDDED_MODEL") or LLMConfig().embedded_model
 DEFAULT_EMBEDDED = _default_emb if _default_emb in EMBEDDED_MODELS else LLMConfig().embedded_model
 
@@ -416,18 +416,7 @@ def _load_episode(path: str, mtime: float, size: int):
     return read_episode(path)
 
 
-_RUN_ID = re.compile(r"^(\d{4})(\d{2})(\d{2})-(\d{2})(\d{2})(\d{2})-(.+)-v(\d+)-(.+)-[0-9a-f]{6}$")
-
-
-def _trace_label(p: str) -> str:
-    """'boil v21 · baseline · 2026-11-30 05:57 (runs)' from the run id the agent puts in the file name."""
-    path = Path(p)
-    where = "examples" if path.resolve().is_relative_to(EPISODES_DIR.resolve()) else "runs"
-    m = _RUN_ID.match(path.stem)
-    if not m:
-        return f"{path.stem} ({where})"
-    y, mo, d, h, mi, _s, task, var, pre = m.groups()
-    return f"{task} v{var} · {pre} · {y}-{mo}-{d} {h}:{mi} ({where})"
+_trace_label = sources.trace_label
 
 
 def recorded_view() -> None:

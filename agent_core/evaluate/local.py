@@ -1,0 +1,74 @@
+"""Local worker processes (the default backend): each spawned process owns one JVM, one Swift and one LLM
+backend and pulls episodes from a shared queue, so a long episode never holds up the others."""
+from __future__ import annotations
+
+import multiprocessing as mp
+import queue
+from pathlib import Path
+from typing import Any, Callable
+
+from .spec import EvalSpec, Job
+
+
+def _worker(spec_json: dict[str, Any], out: str, keep_stores: bool, threads: int, jobs, results) -> None:
+    import torch
+
+    from .runner import EpisodeRunner, error_row
+    from .spec import EvalSpec, Job
+
+    torch.set_num_threads(threads)
+    runner = EpisodeRunner(EvalSpec.from_json(spec_json), out, keep_stores)
+    try:
+        while True:
+            item = jobs.get()
+            if item is None:
+                break
+            job = Job(*item)
+            try:
+                results.put(("row", runner.run(job)))
+            except Exception as e:  # noqa: BLE001 - e.g. the Swift model failed to load: say so, go on
+                results.put(("row", error_row(job, f"{type(e).__name__}: {e}")))
+    finally:
+        runner.close()
+        results.put(("exit", None))
+
+
+def run_local(spec: EvalSpec, out: Path, jobs: list[Job], workers: int, on_row: Callable[[dict], None],
+              keep_stores: bool = False, threads: int | None = None) -> None:
+    """Play `jobs` in `workers` spawned processes; `on_row` gets each episode's metrics row as it finishes."""
+    if not jobs:
+        return
+    workers = max(1, min(workers, len(jobs)))
+    import os
+
+    threads = threads or max(1, (os.cpu_count() or 1) // workers)
+    ctx = mp.get_context("spawn")
+    jq, rq = ctx.Queue(), ctx.Queue()
+    for j in jobs:
+        jq.put((j.preset, j.task, j.variation))
+    for _ in range(workers):
+        jq.put(None)
+    procs = [ctx.Process(target=_worker, args=(spec.to_json(), str(out), keep_stores, threads, jq, rq), daemon=True)
+             for _ in range(workers)]
+    for p in procs:
+        p.start()
+    exited = 0
+    try:
+        while exited < workers:
+            try:
+                kind, row = rq.get(timeout=2.0)
+            except queue.Empty:
+                if not any(p.is_alive() for p in procs):  # every worker died without saying goodbye
+                    codes = [p.exitcode for p in procs]
+                    raise RuntimeError(f"all {workers} worker processes died (exit codes {codes}); finished "
+                                       f"episodes are kept, rerun the same command to resume") from None
+                continue
+            if kind == "exit":
+                exited += 1
+            else:
+                on_row(row)
+    finally:
+        for p in procs:
+            p.join(timeout=10)
+            if p.is_alive():
+                p.kill()

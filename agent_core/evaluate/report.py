@@ -1,0 +1,164 @@
+"""results.json and report.md: the paper's Table 1 layout, the task-group table, the mechanism table and
+the per-task table, from the metrics rows of every finished episode in an evaluation directory."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from ..config import EvalConfig
+from ..env import catalog
+from ..trace import list_traces, read_episode
+from .metrics import GROUPS, MECHANISM_COLUMNS, aggregate, episode_metrics
+from .spec import SPEC_FILE, TRACES, job_from_key
+
+# SPEC.md section 8: the reference run (Flan-T5-large Swift, Qwen2.5-7B-Instruct Sage on vLLM, 271 episodes)
+PAPER_TABLE1 = {"baseline": (51.67, 23.99, 24.48), "amm": (53.83, 26.94, 24.03), "srm": (64.33, 41.33, 19.76),
+                "full": (64.62, 43.17, 19.33)}
+PRESET_LABEL = {"baseline": "Baseline", "amm": "+AMM", "srm": "+SRM", "full": "Full"}
+
+
+def collect_rows(out: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """Metrics rows of the finished traces in `out/traces`, and the unreadable or unfinished ones."""
+    rows, problems = [], []
+    for p in sorted(list_traces(Path(out) / TRACES)):
+        try:
+            ep = read_episode(p)
+        except Exception as e:  # noqa: BLE001 - listed in the report, never fatal
+            problems.append(f"{p}: {e}")
+            continue
+        if ep.summary is None:
+            problems.append(f"{p}: unfinished (no summary; rerun the evaluation to redo it)")
+            continue
+        rows.append(episode_metrics(ep))
+    return rows, problems
+
+
+def build_results(out: Path, wall_s: float | None = None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    out = Path(out)
+    record = json.loads((out / SPEC_FILE).read_text())
+    rows, problems = collect_rows(out)
+    asked = set(record.get("jobs", []))
+    rows = [r for r in rows if f"{r['preset']}/{r['task']}-v{r['variation']}" in asked]
+    cat = catalog()
+    gold = {t.name: t.gold_length for t in cat.tasks}
+    ev = EvalConfig()
+    presets = aggregate(rows, gold, ev)
+    order = [p for p in record["spec"].get("presets", []) if p in presets] + \
+            sorted(p for p in presets if p not in record["spec"].get("presets", []))
+    done = {f"{r['preset']}/{r['task']}-v{r['variation']}" for r in rows}
+    missing = sorted(asked - done)
+    res = {"written_at": time.strftime("%Y-%m-%d %H:%M:%S"), "settings": record["settings"], "spec": record["spec"],
+           "episodes_asked": len(asked), "episodes_done": len(done), "missing": missing, "problems": problems,
+           "preset_order": order, "presets": {p: presets[p] for p in order},
+           "groups_by_gold_length": {"Short": f"<= {ev.short_max_gold_len}",
+                                     "Medium": f"{ev.short_max_gold_len + 1}-{ev.medium_max_gold_len}",
+                                     "Long": f"> {ev.medium_max_gold_len}"},
+           "task_groups": {t.name: _group(t.gold_length, ev) for t in cat.tasks},
+           "episodes": sorted(rows, key=lambda r: (order.index(r["preset"]) if r["preset"] in order else 99,
+                                                   r["task_index"], r["variation"])),
+           **(extra or {})}
+    if wall_s is not None:
+        res["wall_s"] = round(wall_s, 1)
+    return res
+
+
+def _group(g: float, ev: EvalConfig) -> str:
+    from .metrics import group_of
+
+    return group_of(g, ev)
+
+
+def _f(x: Any, pct: bool = False) -> str:
+    if x is None:
+        return "-"
+    return f"{100 * x:.2f}%" if pct else f"{x:.2f}"
+
+
+def markdown(res: dict[str, Any]) -> str:
+    s = res["spec"]
+    order = res["preset_order"]
+    lines = [f"# Evaluation report", "",
+             f"{res['episodes_done']} of {res['episodes_asked']} episodes finished; split `{s['split']}`, "
+             f"step limit {s['step_limit']}, " +
+             (f"test variations {s['variation_list']}" if s.get("variation_list") else
+              f"the first {s['variations']} test variation(s) of each task") +
+             (f", overrides `{' '.join(s['overrides'])}`" if s.get("overrides") else "") +
+             (f"; wall time {res['wall_s'] / 60:.1f} min" if res.get("wall_s") else "") + ".", ""]
+    if res.get("missing"):
+        lines += [f"**Not finished yet ({len(res['missing'])}):** " + ", ".join(res["missing"][:20]) +
+                  (" ..." if len(res["missing"]) > 20 else "") + " (rerun the same command to resume).", ""]
+    lines += ["## Table 1: Final, Success, Steps@Succ (per task, then macro-averaged)", "",
+              "| config | Final | Success | Steps@Succ | episodes | tasks | paper Final / Success / Steps@Succ |",
+              "|---|---|---|---|---|---|---|"]
+    for p in order:
+        m = res["presets"][p]
+        ref = PAPER_TABLE1.get(p)
+        lines.append(f"| {PRESET_LABEL.get(p, p)} | {_f(m['final'])} | {_f(m['success'], True)} | "
+                     f"{_f(m['steps_at_success'])} | {m['episodes']} | {m['tasks']} | "
+                     f"{f'{ref[0]:.2f} / {ref[1]:.2f}% / {ref[2]:.2f}' if ref else '-'} |")
+    lines += ["", "Final counts a negative final score as 0. The paper's numbers are its reference run (Flan-T5-large "
+              "Swift, Qwen2.5-7B-Instruct Sage, 271 episodes), for shape only.", "",
+              "## Task groups by gold-path length (Final / Success)", "",
+              "| config | " + " | ".join(f"{g} ({res['groups_by_gold_length'][g]})" for g in GROUPS) + " |",
+              "|---|" + "---|" * len(GROUPS)]
+    for p in order:
+        gs = res["presets"][p]["groups"]
+        lines.append(f"| {PRESET_LABEL.get(p, p)} | " + " | ".join(
+            f"{_f(gs[g]['final'])} / {_f(gs[g]['success'], True)} ({gs[g]['tasks']} tasks)" if g in gs else "-"
+            for g in GROUPS) + " |")
+    lines += ["", "## Mechanism activity (mean per episode)", "",
+              "| mechanism | " + " | ".join(PRESET_LABEL.get(p, p) for p in order) + " |",
+              "|---|" + "---|" * len(order)]
+    for key, label in MECHANISM_COLUMNS:
+        vals = [res["presets"][p]["activity"].get(key, 0.0) for p in order]
+        pct = key.startswith("share")
+        lines.append(f"| {label} | " + " | ".join(f"{100 * v:.1f}%" if pct else f"{v:.2f}" for v in vals) + " |")
+    for name, title in (("gate1_drops", "Gate-1 drops by reason"), ("stagnation_modes", "Stagnation reports by mode"),
+                        ("critic", "Critic decisions by status")):
+        keys = sorted({k for p in order for k in res["presets"][p]["totals"].get(name, {})})
+        if not keys:
+            continue
+        lines += ["", f"### {title} (totals)", "", "| | " + " | ".join(PRESET_LABEL.get(p, p) for p in order) + " |",
+                  "|---|" + "---|" * len(order)]
+        for k in keys:
+            lines.append(f"| {k} | " + " | ".join(str(res["presets"][p]["totals"][name].get(k, 0)) for p in order) + " |")
+    tasks = {}
+    for p in order:
+        for t, v in res["presets"][p]["per_task"].items():
+            tasks.setdefault(t, {})[p] = v
+    lines += ["", "## Per task (Final, successes in brackets)", "",
+              "| # | task | group | " + " | ".join(PRESET_LABEL.get(p, p) for p in order) + " |",
+              "|---|---|---|" + "---|" * len(order)]
+    for t, vs in sorted(tasks.items(), key=lambda kv: next(iter(kv[1].values()))["task_index"]):
+        idx = next(iter(vs.values()))["task_index"]
+        lines.append(f"| {idx} | {t} | {res['task_groups'].get(t, '')} | " + " | ".join(
+            f"{vs[p]['final']:.1f} ({round(vs[p]['success'] * vs[p]['episodes'])}/{vs[p]['episodes']})"
+            if p in vs else "-" for p in order) + " |")
+    errors = [(p, e) for p in order for e in res["presets"][p]["errors"]]
+    if errors or res.get("problems"):
+        lines += ["", "## Errors", ""]
+        lines += [f"- {p} {e['task']} v{e['variation']}: {e['error']}" for p, e in errors]
+        lines += [f"- {x}" for x in res.get("problems", [])]
+    return "\n".join(lines) + "\n"
+
+
+def write_reports(out: Path, wall_s: float | None = None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    res = build_results(out, wall_s, extra)
+    for name, text in (("results.json", json.dumps(res, indent=1, default=str)), ("report.md", markdown(res))):
+        tmp = Path(out) / (name + ".tmp")
+        tmp.write_text(text)
+        tmp.replace(Path(out) / name)
+    return res
+
+
+def load_results(out: Path) -> dict[str, Any]:
+    """results.json if it is there and current, else computed from the traces (an evaluation still running)."""
+    out = Path(out)
+    if not (out / SPEC_FILE).exists():
+        raise FileNotFoundError(f"{out} is not an evaluation directory (no {SPEC_FILE})")
+    return build_results(out)
+
+
+__all__ = ["build_results", "collect_rows", "job_from_key", "load_results", "markdown", "write_reports"]

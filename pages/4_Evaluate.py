@@ -1,0 +1,138 @@
+"""Evaluate: the results of `python -m agent_core.evaluate` (SPEC.md section 8): Table 1 (Final, Success,
+Steps@Succ), the task groups, mechanism activity, Plotly charts, and every episode, which opens on the
+Run page or next to the same episode under another preset on the Compare page. The page reads the
+evaluation's traces, so a running evaluation shows what has finished so far."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # AppTest.from_file runs this file on its own
+    sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import pandas as pd  # noqa: E402
+import streamlit as st  # noqa: E402
+
+from agent_core.evaluate import load_results  # noqa: E402
+from views import evaluation as ev  # noqa: E402
+from views import sources  # noqa: E402
+
+S = st.session_state
+st.title("Evaluate: compare the presets")
+st.caption("What is this? An evaluation plays every chosen preset on the same ScienceWorld test variations and "
+           "scores them as the paper does: **Final** is the last score of an episode (a negative one counts as 0), "
+           "**Success** the share of episodes that reach 100, **Steps@Succ** how many steps the successful ones "
+           "took; each is averaged per task first, then over tasks. Start one with `python -m agent_core.evaluate` "
+           "(docs/EVALUATION.md).")
+
+
+@st.cache_data(show_spinner="Reading the evaluation's traces...", ttl=30, max_entries=8)
+def _results(path: str, stamp: float):
+    return load_results(Path(path))
+
+
+dirs = sources.evaluation_dirs()
+wanted = st.query_params.get("eval")
+if wanted:
+    w = (sources.evals_dir() / wanted) if not Path(wanted).is_absolute() else Path(wanted)
+    if w.resolve() in [d.resolve() for d in dirs]:
+        S["eval_dir"] = str(w.resolve())
+    else:
+        st.error(f"`{wanted}` is not an evaluation under {sources.evals_dir()}; choose one below.")
+if not dirs:
+    st.info(f"No evaluations yet under `{sources.evals_dir()}`. Run one, for example:\n\n"
+            f"```\n.venv/bin/python -m agent_core.evaluate --out {sources.evals_dir()}/quick --tasks 0 13 "
+            f"--variations 1 --max-steps 30 --presets baseline srm --set controller.sage_enabled=false\n```")
+    st.stop()
+names = [str(d.resolve()) for d in dirs]
+if S.get("eval_dir") not in names:
+    S["eval_dir"] = names[0]
+with st.sidebar:
+    st.header("Evaluation")
+    path = st.selectbox("Evaluation directory", names, key="eval_dir", format_func=lambda p: Path(p).name,
+                        help=f"Evaluations under {sources.evals_dir()} (SWIFTSAGE_EVALS_DIR), newest first.")
+    st.button("Reload", key="eval_reload", help="Read the traces again (an evaluation may still be running).",
+              on_click=_results.clear)
+st.query_params["eval"] = Path(path).name
+stamp = max((p.stat().st_mtime for p in Path(path).glob("traces/*/*.jsonl")), default=0.0)
+try:
+    res = _results(path, stamp)
+except (OSError, ValueError) as e:
+    st.error(f"Cannot read the evaluation in {path}: {e}")
+    st.stop()
+
+spec = res["spec"]
+st.markdown(f"**{Path(path).name}**: {res['episodes_done']} of {res['episodes_asked']} episodes finished · split "
+            f"`{spec['split']}` · step limit {spec['step_limit']} · " +
+            (f"variations {spec['variation_list']}" if spec.get("variation_list") else
+             f"first {spec['variations']} test variation(s) per task") +
+            (f" · overrides `{' '.join(spec['overrides'])}`" if spec.get("overrides") else ""))
+if res["missing"]:
+    st.warning(f"{len(res['missing'])} episode(s) not finished yet (still running, or interrupted: rerun the same "
+               f"command to resume).")
+if not res["preset_order"]:
+    st.info("No episode has finished yet.")
+    st.stop()
+
+st.subheader("Table 1: Final, Success, Steps@Succ")
+st.dataframe(pd.DataFrame(ev.table1(res)), hide_index=True, width="stretch")
+st.caption("The paper's columns are its reference run (Flan-T5-large Swift, Qwen2.5-7B-Instruct on vLLM, 271 "
+           "episodes per preset): a shape to compare against, not the same agent or the same episodes.")
+st.plotly_chart(ev.final_per_task_figure(res), width="stretch", key="eval_per_task")
+c1, c2 = st.columns(2)
+with c1:
+    st.subheader("Task groups")
+    st.caption("Tasks grouped by the length of their expert (gold) path: Short <= 20 steps, Medium 21-50, Long > 50.")
+    st.dataframe(pd.DataFrame(ev.group_rows(res)), hide_index=True, width="stretch")
+    st.plotly_chart(ev.groups_figure(res), width="stretch", key="eval_groups")
+with c2:
+    st.subheader("Mechanism activity")
+    st.caption("How often each mechanism acted, per episode on average: memory writes and retrievals (AMM), "
+               "stagnation reports, Critic calls and Gate-1 drops (SRM), and who chose the actions.")
+    st.dataframe(pd.DataFrame(ev.mechanism_rows(res)), hide_index=True, width="stretch")
+st.plotly_chart(ev.mechanism_figure(res), width="stretch", key="eval_mech")
+
+st.subheader("Episodes")
+st.caption("Select a row to open the episode on the Run page, or next to the same task and variation under "
+           "another preset on the Compare page.")
+rows = ev.episode_rows(res)
+df = pd.DataFrame(rows)
+f1, f2 = st.columns(2)
+show_p = f1.multiselect("Presets", res["preset_order"], default=res["preset_order"], key="eval_filter_presets")
+only = f2.selectbox("Show", ["all", "successes", "failures (< 0)", "errors"], key="eval_filter_kind")
+view = df[df["preset"].isin(show_p)]
+if only == "successes":
+    view = view[view["success"]]
+elif only == "failures (< 0)":
+    view = view[view["final"] < 0]
+elif only == "errors":
+    view = view[view["ended"] == "error"]
+event = st.dataframe(view.drop(columns=["trace"]), hide_index=True, width="stretch", key="eval_episodes",
+                     on_select="rerun", selection_mode="single-row", height=360)
+sel = event.selection.rows if event is not None and hasattr(event, "selection") else []
+if sel:
+    row = view.iloc[sel[0]]
+    trace = row["trace"]
+    st.markdown(f"**{row['task']} v{row['variation']} · {row['preset']}**: final {row['final']:g} in {row['steps']} "
+                f"steps ({row['ended']}).")
+    b1, b2 = st.columns(2)
+    if b1.button("Open on the Run page", key="eval_open_run"):
+        S["run_source"], S["run_open_trace"], S["run_trace"] = "Recorded episode", trace, trace
+        try:
+            st.switch_page("pages/0_Run.py", query_params={"trace": sources.link_path(trace)})
+        except Exception:  # noqa: BLE001 - the page runs on its own (tests)
+            st.info("Open the Run page: this episode is selected there.")
+    others = df[(df["task"] == row["task"]) & (df["variation"] == row["variation"]) & (df["preset"] != row["preset"])]
+    for _, o in others.iterrows():
+        q = {"a": sources.link_path(trace), "b": sources.link_path(o["trace"])}
+        try:
+            b2.page_link("pages/5_Compare.py", label=f"Compare with {o['preset']}", query_params=q)
+        except Exception:  # noqa: BLE001 - the page runs on its own (tests): give the link as text
+            b2.markdown(f"Compare with {o['preset']}: `compare?a={q['a']}&b={q['b']}`")
+if res.get("problems"):
+    with st.expander(f"{len(res['problems'])} trace(s) not counted"):
+        for p in res["problems"]:
+            st.text(p)

@@ -1,0 +1,105 @@
+"""The Evaluate page's tables and charts, from an evaluation's results (agent_core.evaluate)."""
+from __future__ import annotations
+
+from typing import Any
+
+import plotly.graph_objects as go
+
+from agent_core.evaluate.metrics import GROUPS, MECHANISM_COLUMNS
+from agent_core.evaluate.report import PAPER_TABLE1, PRESET_LABEL
+
+PRESET_COLORS = {"baseline": "#1f77b4", "amm": "#17becf", "srm": "#ff7f0e", "full": "#2ca02c"}
+_MORE = ("#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22")
+
+
+def preset_color(p: str, order: list[str]) -> str:
+    return PRESET_COLORS.get(p) or _MORE[order.index(p) % len(_MORE)] if p in order else "#999"
+
+
+def label(p: str) -> str:
+    return PRESET_LABEL.get(p, p)
+
+
+def table1(res: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for p in res["preset_order"]:
+        m = res["presets"][p]
+        ref = PAPER_TABLE1.get(p)
+        out.append({"config": label(p), "Final": round(m["final"], 2), "Success %": round(100 * m["success"], 2),
+                    "Steps@Succ": None if m["steps_at_success"] is None else round(m["steps_at_success"], 2),
+                    "episodes": m["episodes"], "tasks": m["tasks"], "ended < 0": m["ended_negative"],
+                    "paper Final": ref[0] if ref else None, "paper Success %": ref[1] if ref else None})
+    return out
+
+
+def group_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for p in res["preset_order"]:
+        row: dict[str, Any] = {"config": label(p)}
+        for g in GROUPS:
+            gm = res["presets"][p]["groups"].get(g)
+            row[f"{g} Final"] = round(gm["final"], 2) if gm else None
+            row[f"{g} Success %"] = round(100 * gm["success"], 1) if gm else None
+            row[f"{g} tasks"] = gm["tasks"] if gm else 0
+        out.append(row)
+    return out
+
+
+def mechanism_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for key, name in MECHANISM_COLUMNS:
+        row: dict[str, Any] = {"mechanism (mean per episode)": name}
+        for p in res["preset_order"]:
+            v = res["presets"][p]["activity"].get(key, 0.0)
+            row[label(p)] = f"{100 * v:.1f}%" if key.startswith("share") else round(v, 2)
+        out.append(row)
+    return out
+
+
+def _bars(res: dict[str, Any], xs: list[str], value, title: str, ytitle: str, height: int = 360) -> go.Figure:
+    fig = go.Figure()
+    order = res["preset_order"]
+    for p in order:
+        fig.add_bar(name=label(p), x=xs, y=[value(p, x) for x in xs], marker_color=preset_color(p, order))
+    fig.update_layout(barmode="group", title=title, height=height, margin={"l": 10, "r": 10, "t": 40, "b": 10},
+                      legend={"orientation": "h", "y": 1.12}, yaxis={"title": ytitle})
+    return fig
+
+
+def final_per_task_figure(res: dict[str, Any]) -> go.Figure:
+    tasks: dict[str, int] = {}
+    for p in res["preset_order"]:
+        for t, v in res["presets"][p]["per_task"].items():
+            tasks[t] = v["task_index"]
+    xs = sorted(tasks, key=tasks.get)
+    fig = _bars(res, xs, lambda p, t: res["presets"][p]["per_task"].get(t, {}).get("final"),
+                "Final score per task", "Final (negative counted as 0)", 420)
+    fig.update_xaxes(tickangle=-45)
+    return fig
+
+
+def groups_figure(res: dict[str, Any]) -> go.Figure:
+    return _bars(res, list(GROUPS), lambda p, g: res["presets"][p]["groups"].get(g, {}).get("final"),
+                 "Final by task group (gold-path length)", "Final")
+
+
+def mechanism_figure(res: dict[str, Any]) -> go.Figure:
+    keys = [(k, n) for k, n in MECHANISM_COLUMNS if not k.startswith("share")]
+    keys = [(k, n) for k, n in keys if any(res["presets"][p]["activity"].get(k, 0) for p in res["preset_order"])]
+    fig = _bars(res, [n for _k, n in keys],
+                lambda p, n: res["presets"][p]["activity"].get(dict((v, k) for k, v in keys)[n], 0.0),
+                "Mechanism activity (mean per episode)", "count per episode", 420)
+    fig.update_xaxes(tickangle=-30)
+    return fig
+
+
+def episode_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for r in res["episodes"]:
+        a = r.get("activity", {})
+        out.append({"preset": r["preset"], "#": r["task_index"], "task": r["task"], "variation": r["variation"],
+                    "final": r["raw_final"], "success": bool(r["success"]), "steps": r["steps"], "ended": r["reason"],
+                    "Sage calls": a.get("system2_calls", 0), "Critic": a.get("critic_calls", 0),
+                    "Gate-1 drops": a.get("gate1_drops", 0), "T1": a.get("T1", 0), "T4": a.get("T4", 0),
+                    "seconds": round(r.get("seconds", 0.0), 1), "trace": r["trace"]})
+    return out

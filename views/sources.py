@@ -1,0 +1,92 @@
+"""Where recorded episodes and evaluations live, and which files a page may open.
+
+Pages open traces only from these folders (live runs, shipped examples, evaluations): a path in a URL
+or typed by a user that points elsewhere is refused, never read. The folders are read from the
+environment on every call, so a test (or a deployment) can point them elsewhere."""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def runs_dir() -> Path:
+    return Path(os.environ.get("SWIFTSAGE_RUNS_DIR") or ROOT / "runs")
+
+
+def examples_dir() -> Path:
+    return Path(os.environ.get("SWIFTSAGE_EXAMPLES_DIR") or ROOT / "assets" / "episodes")
+
+
+def evals_dir() -> Path:
+    return Path(os.environ.get("SWIFTSAGE_EVALS_DIR") or ROOT / "evals")
+
+
+def trace_roots() -> list[Path]:
+    return [runs_dir(), examples_dir(), evals_dir()]
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(root.resolve())
+    except OSError:
+        return False
+
+
+def resolve_trace(text: str | None) -> Path | None:
+    """A trace path from a URL or a widget: relative to the project or absolute, a *.jsonl file under one of
+    the trace roots. None for anything else (the caller says why)."""
+    if not text:
+        return None
+    p = Path(text)
+    if not p.is_absolute():
+        p = ROOT / p
+    if p.suffix != ".jsonl" or not p.is_file():
+        return None
+    return p if any(_inside(p, r) for r in trace_roots()) else None
+
+
+def link_path(path: str | Path) -> str:
+    """The shortest way to name a trace in a URL: relative to the project when inside it."""
+    p = Path(path)
+    try:
+        return str(p.resolve().relative_to(ROOT.resolve()))
+    except ValueError:
+        return str(p)
+
+
+def evaluation_dirs() -> list[Path]:
+    """Evaluation directories (holding evaluation.json) under the evaluations folder, newest first."""
+    root = evals_dir()
+    if not root.is_dir():
+        return []
+    found = [p.parent for p in root.glob("*/evaluation.json")] + [p.parent for p in root.glob("evaluation.json")]
+    return sorted(set(found), key=lambda p: (p / "evaluation.json").stat().st_mtime, reverse=True)
+
+
+_RUN_ID = re.compile(r"^(\d{4})(\d{2})(\d{2})-(\d{2})(\d{2})(\d{2})-(.+)-v(\d+)-(.+)-[0-9a-f]{6}$")
+_EVAL_ID = re.compile(r"^(.+)-v(\d+)-([a-z0-9-]+)$")
+
+
+def trace_label(p: str | Path) -> str:
+    """'boil v21 · baseline · 2026-11-30 05:57 (runs)' from the run id in the file name; evaluation traces
+    ('boil-v21-srm.jsonl') read 'boil v21 · srm (evaluation NAME)'."""
+    path = Path(p)
+    if _inside(path, examples_dir()):
+        where = "examples"
+    elif _inside(path, evals_dir()):
+        parts = path.resolve().relative_to(evals_dir().resolve()).parts
+        where = f"evaluation {parts[0]}" if len(parts) > 3 else "evaluation"
+    else:
+        where = "runs"
+    m = _RUN_ID.match(path.stem)
+    if m:
+        y, mo, d, h, mi, _s, task, var, pre = m.groups()
+        return f"{task} v{var} · {pre} · {y}-{mo}-{d} {h}:{mi} ({where})"
+    m = _EVAL_ID.match(path.stem)
+    if m:
+        task, var, pre = m.groups()
+        return f"{task} v{var} · {pre} ({where})"
+    return f"{path.stem} ({where})"
