@@ -22,6 +22,7 @@ import os
 import sys
 import threading
 import time
+import types
 import weakref
 from pathlib import Path
 from typing import Any
@@ -419,8 +420,107 @@ def _load_episode(path: str, mtime: float, size: int):
 _trace_label = sources.trace_label
 
 
+def open_from_link() -> None:
+    """`?trace=PATH[&step=N]` (from the Evaluate or Compare page, or a shared link) opens that recorded episode
+    once; only traces under the app's trace folders are opened."""
+    raw = st.query_params.get("trace")
+    if not raw or S.get("run_link_seen") == (raw, st.query_params.get("step")):
+        return
+    S["run_link_seen"] = (raw, st.query_params.get("step"))
+    p = sources.resolve_trace(raw)
+    if p is None:
+        S["run_link_error"] = (f"The link names `{raw}`, which is not a recorded episode this app can open (only "
+                               f"traces under runs/, assets/episodes/ or evals/).")
+        return
+    S["run_source"], S["run_open_trace"], S["run_trace"] = "Recorded episode", str(p), str(p)
+    step = st.query_params.get("step")
+    if step and step.isdigit():
+        S["run_rec_loaded"], S["run_rec_step"] = str(p), int(step)
+
+
+def _fork_settings(header, pre: str, quick: bool) -> dict[str, Any]:
+    """The live sidebar's settings for a fork: the recorded task, the chosen preset, this session's LLM."""
+    d_llm = LLMConfig()
+    return {"task": header.task, "split": header.split or "test", "variation": header.variation, "preset": pre,
+            "backend": S.get("run_backend", "embedded"), "embedded_model": S.get("run_emb_model", DEFAULT_EMBEDDED),
+            "base_url": S.get("run_base_url", d_llm.base_url), "llm_model": S.get("run_llm_model", ""),
+            "llm_timeout": float(S.get("run_llm_timeout", d_llm.timeout_s)),
+            "llm_threads": int(S.get("run_llm_threads", d_llm.n_threads)),
+            "step_limit": int(S.get("run_step_limit", Config().env.step_limit)), "memory_store": "", "quick": quick}
+
+
+def do_fork() -> None:
+    """Rerun from a recorded step: a new live agent replays the recorded actions in a fresh JVM (checked
+    against the recorded observations), then plays on under the chosen preset on this page."""
+    req = S.pop("run_fork_request", None)
+    if not req:
+        return
+    from agent_core.controller import ForkError
+
+    path, t, pre, quick = req
+    try:
+        ep = read_episode(path)
+        s = _fork_settings(ep.header, pre, quick)
+        cfg = _build_config(s)
+        cfg.env.fresh_jvm = True
+    except (TraceError, OSError, ValueError) as e:
+        return _fail(f"Cannot fork: {e}")
+    try:
+        with _lock():
+            old = S.get("run_agent")
+            if old is not None:
+                try:
+                    old.close()
+                except Exception:  # noqa: BLE001 - the old agent is going away anyway
+                    log.exception("closing the previous agent")
+            S["run_agent"] = S["run_header"] = None
+            with st.status(f"Forking at step {t}: loading the agent, replaying {t} recorded actions in a fresh "
+                           f"ScienceWorld and checking each observation...") as status:
+                agent = (S.get("agent_factory") or _product_agent)(cfg)
+                S["run_agent"] = agent
+                S["run_header"] = agent.fork(ep, t)
+                status.update(label=f"Fork ready: {t} steps replayed and checked; {pre} plays on from here",
+                              state="complete")
+        for k, v in (("run_task", s["task"]), ("run_split", s["split"]), ("run_variation", s["variation"]),
+                     ("run_preset", pre), ("run_quick", quick)):
+            S[k] = v
+        S["run_agent_key"] = _settings_key(s)
+        S["run_fork_parent"] = (str(path), t)
+        S["run_error"] = None
+    except ForkError as e:
+        _fail(f"Cannot fork: {e}")
+    except Exception as e:  # noqa: BLE001 - a JVM / model failure must show up, not crash the page
+        log.exception("fork failed")
+        _fail(f"Fork failed: {type(e).__name__}: {e}")
+
+
+def fork_box(path: str, ep, t: int) -> None:
+    """Sidebar: rerun the recorded episode from the shown step with another preset."""
+    n = len(ep.steps)
+    ended = t > 0 and ep.steps[t - 1].done
+    with st.expander("Rerun from this step (fork)", expanded=False):
+        st.caption("Replays the recorded actions up to this step in a fresh ScienceWorld (each observation is "
+                   "checked against the record), then lets the preset you choose play on as a new live run. "
+                   "The Compare page then shows both.")
+        if ended:
+            st.caption(f"The episode ended at step {t}: pick an earlier step to fork.")
+            return
+        parent_preset = (ep.header.config or {}).get("preset", "baseline")
+        names_p = list(PRESETS)
+        S.setdefault("run_fork_preset", "srm" if parent_preset != "srm" else "full")
+        pre = st.selectbox("Preset for the fork", names_p, key="run_fork_preset")
+        quick = st.toggle("Quick demo: Swift alone (no model calls)", key="run_fork_quick")
+        st.button(f"Fork at step {t} of {n}", key="run_fork", width="stretch",
+                  on_click=lambda: S.update(  # the widgets' values at the click, not at the last draw
+                      run_fork_request=(path, t, S.get("run_fork_preset", pre), bool(S.get("run_fork_quick"))),
+                      run_source="Live run", run_running=False))
+
+
 def recorded_view() -> None:
     traces = [str(p) for p in list_traces(RUNS_DIR, EPISODES_DIR)]
+    opened = S.get("run_open_trace")  # from a link, the Evaluate page or the Compare page
+    if opened and opened not in traces and Path(opened).exists():
+        traces.insert(0, opened)
     with st.sidebar:
         if not traces:
             st.info(f"No recorded episodes yet in `{RUNS_DIR}` or `{EPISODES_DIR}`. Every live "
@@ -461,8 +561,25 @@ def recorded_view() -> None:
         else:
             st.caption("This episode has no steps yet.")
         st.caption(WHAT["recorded"])
-    t = int(S.get("run_rec_step", 0))
+        t = int(S.get("run_rec_step", 0))
+        fork_box(path, ep, t)
+    par = ep.header.parent or {}
+    if par:
+        _parent_line(par, path)
     render_episode(ep.header, ep.steps, t, ep.summary, recorded=True)
+
+
+def _parent_line(par: dict, path: str) -> None:
+    """A fork says where it came from, with a link to the comparison."""
+    c1, c2 = st.columns([3, 1])
+    c1.info(f"This run is a fork of `{Path(par.get('trace', '?')).name}`: its first {par.get('step', 0)} steps replay "
+            f"that episode's actions (checked against its observations); its own agent decides from step "
+            f"{int(par.get('step', 0)) + 1} on.")
+    q = {"a": sources.link_path(par.get("trace", "")), "b": sources.link_path(path)}
+    try:
+        c2.page_link("pages/5_Compare.py", label="Compare with the parent", icon="🔀", query_params=q)
+    except Exception:  # noqa: BLE001 - the page runs on its own (tests): give the link as text
+        c2.markdown(f"Compare: `compare?a={q['a']}&b={q['b']}`")
 
 
 # ----------------------------------------------------------------------------- the page
@@ -475,7 +592,11 @@ for _k in ("run_task", "run_split", "run_variation", "run_preset", "run_backend"
     if _k in S:
         S[_k] = S[_k]
 
+open_from_link()
 st.title("SwiftSage Explorer: Run")
+if S.get("run_link_error"):
+    st.error(S.pop("run_link_error"))
+do_fork()  # before the sidebar's widgets: a fork sets their values (task, variation, preset)
 st.caption(WHAT["page"])
 
 with st.sidebar:
@@ -493,6 +614,9 @@ else:
         agent = S.get("run_agent")
         if agent is not None and S.get("run_header") is not None and S.get("run_agent_key") != _settings_key(settings):
             st.info("Settings changed: press Reset to start a new episode with them.")
+        if agent is not None and S.get("run_header") is not None and agent.trace_path is not None:
+            fork_box(str(agent.trace_path), types.SimpleNamespace(header=S["run_header"], steps=list(agent.records)),
+                     len(agent.records))
     wait_for_step_in_flight()
     cmd = S.pop("run_cmd", None)
     if cmd == "reset":
@@ -513,6 +637,8 @@ else:
                 "replay one.")
     else:
         records = list(agent.records)
+        if header.parent:
+            _parent_line(header.parent, str(agent.trace_path))
         render_episode(header, records, len(records), agent.summary, recorded=False, next_hint=next_hint(agent))
         if agent.trace_path is not None:
             st.caption(f"Recorded to `{agent.trace_path}`: open it later under *Recorded episode*.")

@@ -111,7 +111,9 @@ with left:
         return ["" if row["same"] else "background-color: #fff3cd"] * len(row)
 
     st.dataframe(df.style.apply(_style, axis=1), hide_index=True, width="stretch", height=420,
-                 column_config={"same": st.column_config.CheckboxColumn("same", help="Same action and observation")})
+                 column_config={"same": st.column_config.CheckboxColumn("same", help="Same action and observation"),
+                                "A score": st.column_config.NumberColumn(format="%g"),
+                                "B score": st.column_config.NumberColumn(format="%g")})
     st.caption("Red: the first step where the two differ; yellow: every later step that differs.")
 with right:
     st.markdown("**What each mechanism did**")

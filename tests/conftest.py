@@ -22,3 +22,27 @@ def sw_env():
     env = ScienceWorld()
     yield env
     env.close()
+
+
+# A small real evaluation (agent_core.evaluate), shared by the evaluation tests and the Evaluate / Compare page
+# tests: the real Swift, fresh ScienceWorld JVMs, the real embedded SmolLM2-135M as Sage and Critic.
+EVAL_ARGS = ["--tasks", "17", "0", "--variations", "2", "--presets", "baseline", "srm", "--max-steps", "10",
+             "--llm", "embedded", "--embedded-model", "smollm2-135m", "--set", "llm.n_threads=1", "--quiet"]
+EVAL_ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False",
+            "PYTHONPATH": str(ROOT)}
+
+
+def run_evaluation(out: Path, *extra: str, timeout: float = 900):
+    import subprocess
+
+    return subprocess.run([sys.executable, "-m", "agent_core.evaluate", "--out", str(out), *EVAL_ARGS, *extra],
+                          cwd=ROOT, env=EVAL_ENV, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def small_evaluation(tmp_path_factory) -> Path:
+    """evals/small: 2 tasks x 2 test variations x 2 presets (baseline, srm), 10 steps."""
+    out = tmp_path_factory.mktemp("evals") / "small"
+    r = run_evaluation(out)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return out

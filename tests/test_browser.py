@@ -82,3 +82,44 @@ def test_reset_and_step_in_chromium(chromium, tmp_path):
     if os.environ.get("SWIFTSAGE_UPDATE_DOCS_IMG") == "1":
         DOCS_IMG.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(shot, DOCS_IMG)
+
+
+def test_compare_link_and_evaluate_page_in_chromium(chromium, small_evaluation, tmp_path):
+    """A shared Compare link opens the same comparison in a new browser; the Evaluate page draws the real
+    evaluation's tables and charts."""
+    evals = tmp_path / "evals"
+    shutil.copytree(small_evaluation, evals / "small")
+    a = min((evals / "small" / "traces" / "baseline").glob("boil-*.jsonl"))
+    b = evals / "small" / "traces" / "srm" / a.name.replace("-baseline.jsonl", "-srm.jsonl")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    from urllib.parse import urlencode
+
+    with served_app(tmp_path / "runs", ARTIFACTS / "streamlit_compare.log",
+                    env={"SWIFTSAGE_EVALS_DIR": str(evals)}) as url, chromium_page() as page:
+        # the server's very first session: Streamlit resolves a deep link before st.navigation has run once
+        # (with a pages/ folder beside app.py it then shows a spurious "Page not found"), so open the app first
+        page.goto(url)
+        page.get_by_role("button", name="Reset", exact=True).wait_for(timeout=60_000)
+        page.goto(f"{url}/compare?{urlencode({'a': str(a), 'b': str(b)})}")
+        page.get_by_text("Steps, aligned").wait_for(timeout=90_000)
+        wait_idle(page)
+        body = _main_text(page)
+        assert "A: boil" in body and "B: boil" in body and "baseline" in body and "srm" in body
+        assert "Page not found" not in page.inner_text("body") and "play different episodes" not in body
+        assert "First difference at step" in body or "same actions" in body
+        assert "Traceback" not in body
+        page.get_by_test_id("stPlotlyChart").first.locator(".main-svg").first.wait_for(timeout=30_000)
+        screenshot_full(page, ARTIFACTS / "compare_page.png")
+        # the page keeps the choice in its URL: what the teacher copies is what the student opens
+        assert "a=" in page.url and "b=" in page.url and "boil" in page.url
+
+        page.goto(f"{url}/evaluate")
+        page.get_by_text("Table 1: Final, Success, Steps@Succ").wait_for(timeout=90_000)
+        wait_idle(page)
+        charts = page.get_by_test_id("stPlotlyChart")
+        charts.nth(2).locator(".main-svg").first.wait_for(timeout=30_000)
+        assert charts.count() == 3 and "8 of 8 episodes finished" in _main_text(page)
+        screenshot_full(page, ARTIFACTS / "evaluate_page.png")
+    if os.environ.get("SWIFTSAGE_UPDATE_DOCS_IMG") == "1":
+        for name in ("compare_page.png", "evaluate_page.png"):
+            shutil.copyfile(ARTIFACTS / name, DOCS_IMG.parent / name)

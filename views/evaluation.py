@@ -51,7 +51,7 @@ def mechanism_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
         row: dict[str, Any] = {"mechanism (mean per episode)": name}
         for p in res["preset_order"]:
             v = res["presets"][p]["activity"].get(key, 0.0)
-            row[label(p)] = f"{100 * v:.1f}%" if key.startswith("share") else round(v, 2)
+            row[label(p)] = f"{100 * v:.1f}%" if key.startswith("share") else f"{v:.2f}"  # one type per column
         out.append(row)
     return out
 

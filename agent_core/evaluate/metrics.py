@@ -22,7 +22,7 @@ MECHANISM_COLUMNS = (
     ("inject_swift", "injections into Swift"), ("inject_sage", "injections into Sage"),
     ("inject_critic", "memory evidence to the Critic"),
     ("stagnation_reports", "stagnation reports"), ("critic_calls", "Critic calls"),
-    ("gate1_drops", "Gate-1 drops"), ("gate1_repairs", "Gate-1 repairs"),
+    ("gate1_checks", "Gate-1 decisions"), ("gate1_drops", "Gate-1 drops"), ("gate1_repairs", "Gate-1 repairs"),
     ("system1_calls", "System-1 (Swift) calls"), ("system2_calls", "System-2 (Sage) calls"),
     ("share_swift", "share of actions from Swift"), ("share_buffer", "share of actions from the buffer"),
 )
@@ -64,7 +64,7 @@ def episode_metrics(ep: Episode) -> dict[str, Any]:
                  "inject_critic": inject.get("critic", 0),
                  "stagnation_reports": sum(1 for r in steps if r.stagnation),
                  "critic_calls": critic.get("called", 0) + critic.get("failed", 0),
-                 "gate1_drops": sum(drops.values()), "gate1_repairs": sum(repairs.values()),
+                 "gate1_checks": sum(len(r.gate1) for r in steps), "gate1_drops": sum(drops.values()), "gate1_repairs": sum(repairs.values()),
                  "system1_calls": sum(1 for r in steps if "swift" in r.timings),
                  "system2_calls": sum(calls.get(p, 0) for p in SAGE_PURPOSES),
                  "share_swift": systems.get("swift", 0) / n if n else 0.0,

@@ -87,21 +87,20 @@ class EvalSpec:
         except (KeyError, ValueError) as e:
             raise EvalError(str(e).strip('"')) from None
         out: list[Job] = []
-        for p in self.presets:
-            for t in tasks:
-                allowed = t.variations(self.split)
-                if self.variation_list:
-                    for v in self.variation_list:
-                        try:
-                            cat.check_variation(t.name, v, self.split)
-                        except ValueError as e:
-                            raise EvalError(str(e)) from None
-                    vs = list(self.variation_list)
-                else:
-                    if self.variations < 1:
-                        raise EvalError(f"--variations {self.variations}: ask for at least 1")
-                    vs = allowed[: self.variations]
-                out += [Job(p, t.name, v) for v in vs]
+        for t in tasks:  # task-major: a partial evaluation has every preset on the same episodes
+            allowed = t.variations(self.split)
+            if self.variation_list:
+                for v in self.variation_list:
+                    try:
+                        cat.check_variation(t.name, v, self.split)
+                    except ValueError as e:
+                        raise EvalError(str(e)) from None
+                vs = list(self.variation_list)
+            else:
+                if self.variations < 1:
+                    raise EvalError(f"--variations {self.variations}: ask for at least 1")
+                vs = allowed[: self.variations]
+            out += [Job(p, t.name, v) for v in vs for p in self.presets]
         for p in self.presets:  # a bad override or config file is an error now, not in a worker
             try:
                 self.config(p)
