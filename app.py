@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 
+import pandas  # noqa: F401, E402 - imported once, up front, before any session thread builds a figure
 import streamlit as st
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -96,6 +96,9 @@ class ControllerConfig:
     stuck_window: int = 5  # stuck: the rewards of the last 5 steps sum to 0
     buffer_fail_limit: int = 3  # leave Sage mode after this many buffered actions fail in a row
     critical_prefixes: tuple[str, ...] = ("focus on",)  # key decisions that can end the task
+    # the last safeguard before the JVM: only a valid action of the state (or a menu number) is sent; anything
+    # else becomes 'look around' with a note. Off only in tests that play invalid text on purpose
+    only_valid_actions: bool = True
     # "unsure": Sage reviews a focus only when Swift's margin among the focus targets is below
     # swift.focus_margin (a sure Swift acts); "always": every focus goes to Sage (SwiftSage's rule)
     critical_review: str = "unsure"

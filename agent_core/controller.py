@@ -29,7 +29,7 @@ from .srm.loop_guard import STREAK, apply_loop_guard
 from .srm.stagnation import detect
 from .swift.format import SwiftState, swift_input
 from .swift.model import SwiftProposal
-from .trace import (CriticCall, EpisodeHeader, EpisodeSummary, Gate1Decision, MemoryRetrieval, MemoryWrite,
+from .trace import (CriticCall, EnvEvent, EpisodeHeader, EpisodeSummary, Gate1Decision, MemoryRetrieval, MemoryWrite,
                     MenuChoice, StagnationReport, StepRecord, SwiftCandidate, TraceWriter, Trigger)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,8 +47,10 @@ def mechanisms(cfg: Config) -> list[str]:
     return out
 
 
-class ForkError(RuntimeError):
-    """A recorded episode cannot be continued: the step is out of range, or the replay diverged."""
+class ReplayError(RuntimeError):
+    """A recorded episode cannot be continued (fork, resume): the step is out of range, the episode is over, or
+    the replay diverged from the record."""
+
 
 
 class SwiftPolicy(Protocol):
@@ -242,6 +244,7 @@ class Agent:
         self.records: list[StepRecord] = []
         self.summary: EpisodeSummary | None = None
         self._focus_limit: int | None = None
+        self._resumed: list[dict] = []  # this episode's resumes (agent_core.run --resume), for its summary
         # AMM: the episodic memory (None when off); reflection between episodes, in the background in the app
         self.amm = EpisodicMemory(cfg, self.runs_dir) if cfg.amm.enabled else None
         self.reflect_in_background = reflect_in_background
@@ -273,12 +276,7 @@ class Agent:
             self.env.cfg = dataclasses.replace(self.env.cfg, step_limit=self.cfg.env.step_limit)
         obs = self.env.reset(task, variation, split=split)
         info = self.env.task
-        self.last = obs
-        self.records, self.summary = [], None
-        self.state = AgentState(swift_state=SwiftState(task_description=obs.task_description, score=obs.score,
-                                                       look=obs.look, inventory=obs.inventory, start_room=obs.room))
-        self._examples = worked_examples(info.name, variation, self.cfg.sage.worked_examples)
-        self._focus_limit = focus_limit(info.name)
+        self._init_episode(obs)
         run_id = run_id or f"{datetime.now().strftime('%Y%m%d-%H%M%S')}-{info.name}-v{variation}-{self.cfg.preset}-" \
                           f"{uuid.uuid4().hex[:6]}"
         header = EpisodeHeader(task=info.name, task_index=info.index, variation=variation, split=self.env.split or "",
@@ -293,34 +291,29 @@ class Agent:
         self.writer = TraceWriter(self.runs_dir / f"{run_id}.jsonl", header)
         return header
 
-    def fork(self, parent, at_step: int) -> EpisodeHeader:
-        """Start a new episode that continues `parent` (an agent_core.trace.Episode) after its step `at_step`,
-        under this agent's preset and LLM: a fresh environment replays the parent's first `at_step` actions and
-        each observation and score must equal the recorded one (else ForkError, and the fork's trace says
-        where). The replayed steps are copied into the new trace (`replayed=True`); the header names the
-        parent. The fork starts in Swift with an empty buffer, its own Critic budget and no memory writes for
-        the replayed steps (the parent's store already has them)."""
-        h, steps = parent.header, parent.steps
-        if not 0 <= at_step <= len(steps):
-            raise ForkError(f"cannot fork at step {at_step}: the recorded episode has steps 0-{len(steps)}")
-        if at_step and steps[at_step - 1].done:
-            raise ForkError(f"the recorded episode ended at step {at_step} ({steps[at_step - 1].score:g} points): "
-                            f"fork from an earlier step")
-        if h.split and h.split not in ("train", "dev", "test"):
-            raise ForkError(f"unknown split {h.split!r} in {parent.path}")
-        info = {"trace": str(parent.path), "run_id": h.run_id, "step": at_step,
-                "preset": (h.config or {}).get("preset", "") if isinstance(h.config, dict) else ""}
-        header = self.start(h.task, h.variation, split=h.split or None, parent=info)
+    def _init_episode(self, obs: Observation) -> None:
+        """The agent's state at the start of an episode (after the environment's reset)."""
+        info = self.env.task
+        self.last = obs
+        self.records, self.summary, self._resumed = [], None, []
+        self.state = AgentState(swift_state=SwiftState(task_description=obs.task_description, score=obs.score,
+                                                       look=obs.look, inventory=obs.inventory, start_room=obs.room))
+        self._examples = worked_examples(info.name, self.env.variation, self.cfg.sage.worked_examples)
+        self._focus_limit = focus_limit(info.name)
+
+    def _replay(self, steps: Sequence[StepRecord], on_replayed: Callable[[StepRecord], None]) -> float:
+        """Replay recorded steps in the environment, checking every observation and score against the record,
+        and rebuild what the agent knows after them (Swift's history, rewards, focus count, plan, Critic use).
+        Raises ReplayError at the first divergence. Returns the seconds it took."""
         t0 = time.perf_counter()
         st = self.state
-        for rec in steps[:at_step]:
+        for rec in steps:
             obs = self.env.step(rec.action)
             if obs.text.strip() != rec.observation.strip() or obs.score != rec.score:
-                msg = (f"replay diverged at step {rec.step} ('{rec.action}'): recorded {rec.score:g} points and "
-                       f"{rec.observation[:160]!r}, replayed {obs.score:g} points and {obs.text[:160]!r}")
                 self.last = obs
-                self.finish("error", error=msg)
-                raise ForkError(msg)
+                raise ReplayError(f"replay diverged at step {rec.step} ('{rec.action}'): recorded {rec.score:g} "
+                                  f"points and {rec.observation[:160]!r}, replayed {obs.score:g} points and "
+                                  f"{obs.text[:160]!r}")
             menu = rec.menu
             if (is_focus(rec.action) and not obs.menu) or (menu and menu.chosen >= 0 and is_focus(menu.request)):
                 st.focus_done += 1
@@ -331,12 +324,85 @@ class Agent:
             st.sage_history.append((rec.action, obs.text))
             if rec.plan:
                 st.plan = dict(rec.plan)
+            if rec.critic is not None and rec.critic.status in ("called", "failed"):
+                st.critic_calls, st.last_critic_step = st.critic_calls + 1, rec.step
+            if rec.stagnation is not None:
+                st.last_report_step = rec.step
             self.last = obs
-            copy = dataclasses.replace(rec, replayed=True, env_events=self.env.drain_events(),
-                                       mode_after="swift", buffer_after=[], buffer_after_sources=[])
-            self.writer.append(copy)
-            self.records.append(copy)
-        header.parent["replay_s"] = round(time.perf_counter() - t0, 3)  # in memory only: the header is written
+            on_replayed(rec)
+        return time.perf_counter() - t0
+
+    def resume(self, ep) -> EpisodeHeader:
+        """Continue an interrupted episode (agent_core.trace.Episode: no summary, or one that says stopped or
+        error) in its own trace: the finished steps stay byte for byte (a half-written last line is dropped), a
+        fresh JVM replays them and checks every observation against the record, the action buffer is restored
+        from the last step, and the agent goes on from there. The summary records every resume."""
+        h, steps = ep.header, ep.steps
+        if ep.summary is not None and ep.summary.reason not in ("stopped", "error"):
+            raise ReplayError(f"{ep.path} already ended ({ep.summary.reason}, {ep.summary.final_score:g} points): "
+                              f"nothing to resume")
+        if steps and steps[-1].done:
+            raise ReplayError(f"{ep.path} ended at step {steps[-1].step} ({steps[-1].score:g} points): nothing to "
+                              f"resume")
+        self.finish("stopped")
+        if self.env.cfg.step_limit != self.cfg.env.step_limit:
+            self.env.cfg = dataclasses.replace(self.env.cfg, step_limit=self.cfg.env.step_limit)
+        obs = self.env.reset(h.task, h.variation, split=h.split or None)
+        if obs.look.strip() != (h.initial_look or obs.look).strip():
+            raise ReplayError(f"replay diverged at step 0: the task starts in another state than recorded "
+                              f"({obs.look[:120]!r} vs {h.initial_look[:120]!r})")
+        self._init_episode(obs)
+        if self.amm is not None:
+            self.amm.start_episode(h.run_id, h.task, obs.task_description, h.variation)
+        dropped = ep.truncated_tail is not None
+        replay_s = self._replay(steps, self.records.append)
+        self.writer = TraceWriter.reopen(ep.path, len(steps))  # after the replay: a divergence changes no file
+        last = steps[-1] if steps else None
+        if last is not None and last.mode_after == "sage" and last.buffer_after:
+            srcs = last.buffer_after_sources or ["sage"] * len(last.buffer_after)
+            self.state.buffer = deque(Buffered(a, s) for a, s in zip(last.buffer_after, srcs))
+            self.state.mode = "sage"
+        prior = list(ep.summary.resumed) if ep.summary is not None else []
+        info = {"at_step": len(steps), "at": time.time(), "replay_s": round(replay_s, 3),
+                "dropped_half_written_line": dropped,
+                "previous_end": ep.summary.reason if ep.summary is not None else "killed (no summary)"}
+        self._resumed = prior + [info]
+        self.env.events.append(EnvEvent(kind="resumed", detail=(
+            f"resumed after step {len(steps)}: a fresh JVM replayed {len(steps)} recorded actions in {replay_s:.1f} s "
+            f"and every observation matched" + ("; a half-written last line was dropped" if dropped else ""))))
+        return h
+
+    def fork(self, parent, at_step: int) -> EpisodeHeader:
+        """Start a new episode that continues `parent` (an agent_core.trace.Episode) after its step `at_step`,
+        under this agent's preset and LLM: a fresh environment replays the parent's first `at_step` actions and
+        each observation and score must equal the recorded one (else ReplayError, and the fork's trace says
+        where). The replayed steps are copied into the new trace (`replayed=True`); the header names the
+        parent. The fork starts in Swift with an empty buffer, its own Critic budget and no memory writes for
+        the replayed steps (the parent's store already has them)."""
+        h, steps = parent.header, parent.steps
+        if not 0 <= at_step <= len(steps):
+            raise ReplayError(f"cannot fork at step {at_step}: the recorded episode has steps 0-{len(steps)}")
+        if at_step and steps[at_step - 1].done:
+            raise ReplayError(f"the recorded episode ended at step {at_step} ({steps[at_step - 1].score:g} points): "
+                            f"fork from an earlier step")
+        if h.split and h.split not in ("train", "dev", "test"):
+            raise ReplayError(f"unknown split {h.split!r} in {parent.path}")
+        info = {"trace": str(parent.path), "run_id": h.run_id, "step": at_step,
+                "preset": (h.config or {}).get("preset", "") if isinstance(h.config, dict) else ""}
+        header = self.start(h.task, h.variation, split=h.split or None, parent=info)
+
+        def copy(rec: StepRecord) -> None:
+            c = dataclasses.replace(rec, replayed=True, env_events=self.env.drain_events(), mode_after="swift",
+                                    buffer_after=[], buffer_after_sources=[])
+            self.writer.append(c)
+            self.records.append(c)
+
+        try:
+            replay_s = self._replay(steps[:at_step], copy)
+        except ReplayError as e:
+            self.finish("error", error=str(e))
+            raise
+        header.parent["replay_s"] = round(replay_s, 3)  # in memory only: the header is already written
         return header
 
     def finish(self, reason: str | None = None, error: str | None = None) -> EpisodeSummary | None:
@@ -348,7 +414,7 @@ class Agent:
                       "step_limit" if last.done else "stopped")
         self.summary = EpisodeSummary(final_score=last.score if last else 0.0, success=bool(last and last.score >= 100),
                                       failed=bool(last and last.failed), steps=len(self.records), reason=reason,
-                                      error=error)
+                                      error=error, resumed=list(self._resumed))
         if self.amm is not None:
             gen = lambda p: self.llm.chat(p, max_tokens=self.cfg.amm.reflection_max_tokens, temperature=0.0).text  # noqa: E731
             self.summary.memory = {**self.amm.stats.to_dict(), "store": str(self.amm.path or ""),
@@ -400,6 +466,19 @@ class Agent:
         if self.state.steps_since_sage >= w and len(recent) == w and sum(recent) == 0:
             out.append(Trigger("stuck", f"stuck: the rewards of the last {w} steps sum to 0", {"rewards": recent}))
         return out
+
+    def _only_valid(self, action: str, valid: Sequence[str], w: _Step) -> str:
+        """The last safeguard before the JVM: only a valid action of this state (in its canonical spelling) or a
+        number answering the game's own menu is sent. Text from an observation, a memory or an LLM answer that
+        is not one never reaches ScienceWorld; 'look around' (changes nothing) is sent instead, with a note."""
+        if not self.cfg.controller.only_valid_actions or (
+                self.last is not None and self.last.menu and (action == "" or action.isdigit())):
+            return action
+        canon = {action_key(v): v for v in valid}.get(action_key(action))
+        if canon is not None:
+            return canon
+        w.notes.append(f"not sent to ScienceWorld: {action[:120]!r} is not a valid action here; 'look around' instead")
+        return "look around"
 
     # ------------------------------------------------------------ parts of one step
     def _gate_ctx(self, valid: Sequence[str], step: int) -> GateContext:
@@ -778,6 +857,7 @@ class Agent:
                     st.buffer.clear()
                 action, system = self._swift_turn(w, valid)
 
+        action = self._only_valid(action, valid, w)
         t0 = time.perf_counter()
         room_before, inv_before, score_before = self.last.room, st.swift_state.inventory, st.swift_state.score
         obs = self.env.step(action)

@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     if not 0 <= args.step <= len(parent.steps):
         print(f"error: --step {args.step}: the recorded episode has steps 0-{len(parent.steps)}", file=sys.stderr)
         return 2
-    from .controller import RUNS_DIR, Agent, ForkError, load_swift
+    from .controller import RUNS_DIR, Agent, ReplayError, load_swift
     from .llm import make_backend
 
     t0 = time.perf_counter()
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"fork of {parent.path} at step {args.step} ({header.parent.get('replay_s', 0):.1f} s to replay "
                   f"and check {args.step} steps), preset {cfg.preset}; trace: {agent.trace_path}")
         summary = agent.run(on_step=None if args.quiet else (lambda r: print(progress_line(r), flush=True)))
-    except ForkError as e:
+    except ReplayError as e:
         print(f"error: {e}", file=sys.stderr)
         agent.close()
         return 1

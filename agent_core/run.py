@@ -3,6 +3,7 @@
     python -m agent_core.run --task boil --variation 0 --preset baseline --llm embedded
     python -m agent_core.run --task 1-1 --variation 5 --split test --llm openai \
         --base-url http://127.0.0.1:8000/v1 --model Qwen/Qwen2.5-7B-Instruct
+    python -m agent_core.run --resume runs/<trace>.jsonl     # continue a run that was killed or stopped
 
 Prints one progress line per step, writes the trace under runs/ as it goes, and a summary at the end.
 """
@@ -41,8 +42,11 @@ def model_overrides(args: argparse.Namespace) -> list[str]:
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m agent_core.run", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--task", required=True, help="task name (boil), index (0-29) or id (1-1)")
-    ap.add_argument("--variation", type=int, required=True, help="variation number of that task")
+    ap.add_argument("--task", help="task name (boil), index (0-29) or id (1-1)")
+    ap.add_argument("--variation", type=int, help="variation number of that task")
+    ap.add_argument("--resume", metavar="TRACE", default=None,
+                    help="continue an interrupted episode (killed, stopped, or ended by an error) in its own trace: "
+                         "its recorded actions are replayed in a fresh JVM and checked, then the agent goes on")
     ap.add_argument("--split", choices=["train", "dev", "test"], default=None,
                     help="require the variation to be in this split (default: any)")
     ap.add_argument("--preset", default="baseline", choices=list(PRESETS))
@@ -51,6 +55,23 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--runs-dir", default=None, help="where to write the trace (default: runs/)")
     ap.add_argument("--quiet", action="store_true")
     return ap
+
+
+def resume_config(args: argparse.Namespace):
+    """(the interrupted episode, the config it ran with + this command's model options) for --resume."""
+    from .config import Config, apply_overrides
+    from .trace import TraceError, read_episode
+
+    try:
+        ep = read_episode(args.resume)
+    except TraceError as e:
+        raise ValueError(f"cannot resume: {e}") from None
+    if ep.summary is not None and ep.summary.reason not in ("stopped", "error"):
+        raise ValueError(f"{args.resume} already ended ({ep.summary.reason}, {ep.summary.final_score:g} points): "
+                         f"nothing to resume")
+    cfg = Config.from_dict(ep.header.config)
+    extra = model_overrides(args)
+    return ep, (apply_overrides(cfg, extra) if extra else cfg)
 
 
 def progress_line(rec: StepRecord) -> str:
@@ -79,11 +100,17 @@ def progress_line(rec: StepRecord) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    parent = None
     try:
-        cfg = load_config(args.config, args.preset, model_overrides(args))
-        from .env import catalog
+        if args.resume:
+            parent, cfg = resume_config(args)
+        else:
+            if args.task is None or args.variation is None:
+                raise ValueError("give --task and --variation (or --resume TRACE)")
+            cfg = load_config(args.config, args.preset, model_overrides(args))
+            from .env import catalog
 
-        catalog().check_variation(args.task, args.variation, args.split)  # clear error before loading models
+            catalog().check_variation(args.task, args.variation, args.split)  # clear error before loading models
     except (ValueError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -100,7 +127,21 @@ def main(argv: list[str] | None = None) -> int:
     llm = make_backend(cfg.llm)
     agent = Agent(cfg, swift, llm, runs_dir=args.runs_dir or RUNS_DIR)
     try:
-        header = agent.start(args.task, args.variation, split=args.split)
+        if parent is not None:
+            from .controller import ReplayError
+
+            try:
+                header = agent.resume(parent)
+            except ReplayError as e:
+                print(f"error: cannot resume {parent.path}: {e}", file=sys.stderr)
+                agent.close()
+                return 1
+            if not args.quiet:
+                r = agent._resumed[-1]
+                print(f"resumed {parent.path} after step {r['at_step']} (replayed and checked in {r['replay_s']:.1f} s; "
+                      f"it had ended: {r['previous_end']})")
+        else:
+            header = agent.start(args.task, args.variation, split=args.split)
         if not args.quiet:
             print(f"{header.task} (#{header.task_index}) variation {header.variation} [{header.split}], "
                   f"preset {cfg.preset}, Swift {header.models['swift']}, Sage {header.models['sage']}")
@@ -114,6 +155,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
     finally:
         agent.close()
+    if summary is None:  # the episode never started (e.g. the JVM could not load the task): nothing to report
+        print("no episode was recorded", file=sys.stderr)
+        return 1
     systems = Counter(r.system for r in agent.records)
     triggers = Counter(r.trigger.name for r in agent.records if r.trigger)
     by = ", ".join(f"{systems[s]} {s.capitalize()}" for s in ("swift", "sage", "critic") if systems[s])
@@ -129,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"   AMM: writes {m.get('writes', {})}, triggers {m.get('triggers', {})}, injections "
               f"{m.get('injections', {})}, errors {m.get('errors', 0)}; store {m.get('store', '')}; "
               f"reflection: {m.get('reflection', '')}")
+    if summary.resumed:
+        print(f"   resumed {len(summary.resumed)}x: after step " + ", ".join(str(r["at_step"]) for r in summary.resumed))
     print(f"trace: {agent.trace_path}")
     return 0 if summary.reason != "error" else 1
 

@@ -270,6 +270,8 @@ class EpisodeSummary:
     ended_at: float = field(default_factory=time.time)
     error: str | None = None
     memory: dict[str, Any] = field(default_factory=dict)  # AMM: writes by tag, triggers, reflection status
+    # each time an interrupted run was continued (agent_core.run --resume): after which step, when, replay time
+    resumed: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -327,6 +329,45 @@ class TraceWriter:
         self._write("header", header)
         self.steps_written = 0
         self.closed = False
+
+    @classmethod
+    def reopen(cls, path: str | Path, keep_steps: int) -> "TraceWriter":
+        """Continue an interrupted trace: keep its header and first `keep_steps` step lines byte for byte, drop
+        what follows (a summary of a stopped run, a half-written line), and append from there. The file is
+        rewritten atomically, so a crash during this leaves the old one."""
+        path = Path(path)
+        raw = path.read_bytes().split(b"\n")
+        kept: list[bytes] = []
+        steps = 0
+        for line in raw:
+            if not line.strip():
+                continue
+            try:
+                kind = json.loads(line).get("kind")
+            except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+                break
+            if kind == "header" and not kept:
+                kept.append(line)
+            elif kind == "step" and kept and steps < keep_steps:
+                kept.append(line)
+                steps += 1
+            else:
+                break
+        if not kept or steps != keep_steps:
+            raise TraceError(path, 1, f"cannot reopen: {steps} complete steps found, {keep_steps} expected")
+        tmp = path.with_name(path.name + ".reopen")
+        with open(tmp, "wb") as fh:
+            fh.write(b"\n".join(kept) + b"\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        self = cls.__new__(cls)
+        self.path = path
+        self.header = _from_dict(EpisodeHeader, {k: v for k, v in json.loads(kept[0]).items() if k != "kind"})
+        self._fh = open(path, "a", encoding="utf-8")
+        self.steps_written = steps
+        self.closed = False
+        return self
 
     def _write(self, kind: str, record: Any) -> None:
         self._fh.write(to_json_line(kind, record))
@@ -409,6 +450,19 @@ def read_episode(path: str | Path) -> Episode:
     if header is None:
         raise TraceError(path, truncated[0] if truncated else 1, "no episode header")
     return Episode(path=path, header=header, steps=steps, summary=summary, truncated_tail=truncated)
+
+
+def has_summary(path: str | Path) -> bool:
+    """Whether a trace ended cleanly (its last line is a summary), reading only the end of the file."""
+    p = Path(path)
+    try:
+        with open(p, "rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, size - 16384))  # a summary line is short; a longer last line is a step
+            tail = fh.read().rstrip(b"\n").rsplit(b"\n", 1)[-1]
+    except OSError:
+        return False
+    return tail.startswith(b'{"kind": "summary"')
 
 
 def list_traces(*roots: str | Path) -> list[Path]:

@@ -11,6 +11,7 @@ Depends on neither agent_core nor pages. Typical use:
 """
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from memory_store.scoring import RetrievalResult, ScoredCandidate
 from memory_store.stream import (MEMORY_TYPES, TAG_COLORS, TYPE_COLORS, Memory, MemoryStream, load_demo_items,
                                  seed_demo)
 
-_streams: dict[tuple[str, str], MemoryStream] = {}
+_streams: dict[tuple[str, str, str], MemoryStream] = {}
 _streams_lock = threading.Lock()
 
 
@@ -30,11 +31,16 @@ def open_stream(config: MemoryConfig | None = None, path: str | None = None) -> 
     """The process-wide MemoryStream for a directory and collection: the agent and the Memory page
     in one Streamlit server share it, so the page sees the agent's writes at once."""
     cfg = config or MemoryConfig()
-    key = (str(Path(path or cfg.persist_dir).resolve()), cfg.collection)
+    where = str(Path(path or cfg.persist_dir).resolve())
+    # the settings are part of the key: a caller with other weights, decay or caps gets its own view of the same
+    # store (Chroma shares the client by path; `refresh()` shows one view's writes to the other), never a
+    # stream silently scoring with someone else's settings
+    settings = json.dumps({k: v for k, v in cfg.to_dict().items() if k != "persist_dir"}, sort_keys=True)
+    key = (where, cfg.collection, settings)
     with _streams_lock:
         stream = _streams.get(key)
         if stream is None:
-            stream = _streams[key] = MemoryStream(cfg, path=key[0])
+            stream = _streams[key] = MemoryStream(cfg, path=where)
         return stream
 
 

@@ -39,7 +39,7 @@ import streamlit as st  # noqa: E402
 from agent_core.config import PRESETS, Config, LLMConfig, SwiftConfig, apply_overrides, preset  # noqa: E402
 from agent_core.env import SPLITS, catalog  # noqa: E402
 from agent_core.llm.embedded import MODELS as EMBEDDED_MODELS  # noqa: E402
-from agent_core.trace import TraceError, list_traces, read_episode  # noqa: E402
+from agent_core.trace import TraceError, has_summary, list_traces, read_episode  # noqa: E402
 from views import next_hint as records_next_hint, pending_actions, render_episode  # noqa: E402
 from views import sources  # noqa: E402
 from views.common import WHAT, actor_label  # noqa: E402
@@ -417,7 +417,19 @@ def _load_episode(path: str, mtime: float, size: int):
     return read_episode(path)
 
 
-_trace_label = sources.trace_label
+@st.cache_data(show_spinner=False, max_entries=2048)
+def _finished(path: str, mtime: float, size: int) -> bool:
+    return has_summary(path)
+
+
+def _trace_label(p: str) -> str:
+    """The run's name, and whether it finished: a trace without a summary was interrupted and can be resumed."""
+    try:
+        stat = os.stat(p)
+        done = _finished(p, stat.st_mtime, stat.st_size)
+    except OSError:  # gone since it was listed: no summary to find
+        done = False
+    return sources.trace_label(p) + ("" if done else " · unfinished (resumable)")
 
 
 def open_from_link() -> None:
@@ -449,22 +461,32 @@ def _fork_settings(header, pre: str, quick: bool) -> dict[str, Any]:
             "step_limit": int(S.get("run_step_limit", Config().env.step_limit)), "memory_store": "", "quick": quick}
 
 
-def do_fork() -> None:
-    """Rerun from a recorded step: a new live agent replays the recorded actions in a fresh JVM (checked
-    against the recorded observations), then plays on under the chosen preset on this page."""
-    req = S.pop("run_fork_request", None)
+def do_continue() -> None:
+    """Fork (rerun from a recorded step under a chosen preset) or resume (continue an interrupted episode in its
+    own trace): a new live agent replays the recorded actions in a fresh JVM, checking each observation
+    against the record, then plays on on this page."""
+    req = S.pop("run_fork_request", None) or S.pop("run_resume_request", None)
     if not req:
         return
-    from agent_core.controller import ForkError
+    from agent_core.config import Config
+    from agent_core.controller import ReplayError
 
-    path, t, pre, quick = req
+    kind, path, t, pre, quick = req
+    what = "fork" if kind == "fork" else "resume"
     try:
         ep = read_episode(path)
-        s = _fork_settings(ep.header, pre, quick)
-        cfg = _build_config(s)
+        if kind == "resume":  # the recorded configuration, with this session's LLM settings
+            pre = ep.header.config.get("preset", "baseline")
+            s = _fork_settings(ep.header, pre, quick)
+            cfg = Config.from_dict(ep.header.config)
+            cfg.llm = _build_config(s).llm
+            t = len(ep.steps)
+        else:
+            s = _fork_settings(ep.header, pre, quick)
+            cfg = _build_config(s)
         cfg.env.fresh_jvm = True
     except (TraceError, OSError, ValueError) as e:
-        return _fail(f"Cannot fork: {e}")
+        return _fail(f"Cannot {what}: {e}")
     try:
         with _lock():
             old = S.get("run_agent")
@@ -474,24 +496,38 @@ def do_fork() -> None:
                 except Exception:  # noqa: BLE001 - the old agent is going away anyway
                     log.exception("closing the previous agent")
             S["run_agent"] = S["run_header"] = None
-            with st.status(f"Forking at step {t}: loading the agent, replaying {t} recorded actions in a fresh "
-                           f"ScienceWorld and checking each observation...") as status:
+            with st.status(f"{'Forking' if kind == 'fork' else 'Resuming'} at step {t}: loading the agent, replaying "
+                           f"{t} recorded actions in a fresh ScienceWorld and checking each observation...") as status:
                 agent = (S.get("agent_factory") or _product_agent)(cfg)
                 S["run_agent"] = agent
-                S["run_header"] = agent.fork(ep, t)
-                status.update(label=f"Fork ready: {t} steps replayed and checked; {pre} plays on from here",
-                              state="complete")
+                S["run_header"] = agent.fork(ep, t) if kind == "fork" else agent.resume(ep)
+                status.update(label=f"{t} steps replayed and checked; {pre} plays on from here", state="complete")
         for k, v in (("run_task", s["task"]), ("run_split", s["split"]), ("run_variation", s["variation"]),
                      ("run_preset", pre), ("run_quick", quick)):
             S[k] = v
         S["run_agent_key"] = _settings_key(s)
-        S["run_fork_parent"] = (str(path), t)
         S["run_error"] = None
-    except ForkError as e:
-        _fail(f"Cannot fork: {e}")
+    except ReplayError as e:
+        _fail(f"Cannot {what}: {e}")
     except Exception as e:  # noqa: BLE001 - a JVM / model failure must show up, not crash the page
-        log.exception("fork failed")
-        _fail(f"Fork failed: {type(e).__name__}: {e}")
+        log.exception("%s failed", what)
+        _fail(f"{what.capitalize()} failed: {type(e).__name__}: {e}")
+
+
+def resume_box(path: str, ep) -> None:
+    """An interrupted trace (killed, stopped, or ended by an error) can be continued in place."""
+    if ep.summary is not None and ep.summary.reason not in ("stopped", "error"):
+        return
+    if ep.steps and ep.steps[-1].done:
+        return
+    why = ("it has no summary: the run was killed or is still running elsewhere" if ep.summary is None else
+           f"it was {ep.summary.reason}" + (f" ({ep.summary.error})" if ep.summary.error else ""))
+    st.warning(f"This episode did not finish ({why}). **Resume** continues it in the same trace: a fresh "
+               f"ScienceWorld replays its {len(ep.steps)} recorded actions, checks each observation, and the agent "
+               f"goes on from step {len(ep.steps) + 1} (with this session's LLM settings).")
+    st.button(f"Resume from step {len(ep.steps) + 1}", key="run_resume", width="stretch",
+              on_click=lambda: S.update(run_resume_request=("resume", path, len(ep.steps), "", False),
+                                        run_source="Live run", run_running=False))
 
 
 def fork_box(path: str, ep, t: int) -> None:
@@ -512,7 +548,7 @@ def fork_box(path: str, ep, t: int) -> None:
         quick = st.toggle("Quick demo: Swift alone (no model calls)", key="run_fork_quick")
         st.button(f"Fork at step {t} of {n}", key="run_fork", width="stretch",
                   on_click=lambda: S.update(  # the widgets' values at the click, not at the last draw
-                      run_fork_request=(path, t, S.get("run_fork_preset", pre), bool(S.get("run_fork_quick"))),
+                      run_fork_request=("fork", path, t, S.get("run_fork_preset", pre), bool(S.get("run_fork_quick"))),
                       run_source="Live run", run_running=False))
 
 
@@ -563,6 +599,7 @@ def recorded_view() -> None:
         st.caption(WHAT["recorded"])
         t = int(S.get("run_rec_step", 0))
         fork_box(path, ep, t)
+    resume_box(path, ep)
     par = ep.header.parent or {}
     if par:
         _parent_line(par, path)
@@ -596,7 +633,7 @@ open_from_link()
 st.title("SwiftSage Explorer: Run")
 if S.get("run_link_error"):
     st.error(S.pop("run_link_error"))
-do_fork()  # before the sidebar's widgets: a fork sets their values (task, variation, preset)
+do_continue()  # before the sidebar's widgets: a fork or resume sets their values (task, variation, preset)
 st.caption(WHAT["page"])
 
 with st.sidebar:

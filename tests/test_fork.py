@@ -9,7 +9,7 @@ import json
 import pytest
 
 from agent_core.config import apply_overrides, preset
-from agent_core.controller import Agent, ForkError, load_swift
+from agent_core.controller import Agent, ReplayError, load_swift
 from agent_core.env import catalog
 from agent_core.llm import ScriptedBackend
 from agent_core.trace import read_episode
@@ -83,13 +83,13 @@ def test_a_diverging_replay_and_a_bad_step_are_clear_errors(parent, swift, tmp_p
     bad = tmp_path / "tampered.jsonl"
     bad.write_text("\n".join(lines) + "\n")
     agent = _agent("baseline", swift, tmp_path / "runs")
-    with pytest.raises(ForkError, match="replay diverged at step 2"):
+    with pytest.raises(ReplayError, match="replay diverged at step 2"):
         agent.fork(read_episode(bad), 5)
     broken = read_episode(agent.trace_path)
     assert broken.summary.reason == "error" and "diverged at step 2" in broken.summary.error
-    with pytest.raises(ForkError, match="steps 0-9"):
+    with pytest.raises(ReplayError, match="steps 0-9"):
         agent.fork(parent, 12)
-    with pytest.raises(ForkError, match="ended at step 9"):
+    with pytest.raises(ReplayError, match="ended at step 9"):
         agent.fork(parent, 9)
     agent.close()
 

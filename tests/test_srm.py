@@ -48,7 +48,8 @@ def _start(agent, task="boil"):
 
 def _play(tmp_path, env, actions, task="boil"):
     """Play a fixed action list in the real game with SRM off; the records are what the detector reads."""
-    agent = _agent(tmp_path, env, list(actions), name="baseline", **{"controller.sage_enabled": False})
+    agent = _agent(tmp_path, env, list(actions), name="baseline", **{"controller.sage_enabled": False,
+                                                                      "controller.only_valid_actions": False})
     _start(agent, task)
     return [agent.step() for _ in actions]
 
@@ -238,7 +239,7 @@ def test_ambiguity_menu_under_baseline_and_srm(tmp_path, fresh_env):
     assert first.action == str(first.menu.chosen) and sorted(first.menu.options) == sorted(again.menu.options)
     assert again.menu.chosen != first.menu.chosen and "already tried" in again.menu.why  # not option 0 forever
     # Baseline answers with the first option, as SwiftSage does
-    base = _agent(tmp_path, sw_env, ["look at paint"], name="baseline")
+    base = _agent(tmp_path, sw_env, ["look at paint"], name="baseline", **{"controller.only_valid_actions": False})
     _start(base, task)
     r1, r2 = base.step(), base.step()
     assert r1.observation.startswith("Ambiguous request") and r2.menu.chooser == "default" and r2.action == "0"

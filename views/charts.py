@@ -8,6 +8,10 @@ import html
 from dataclasses import dataclass, field
 from typing import Iterable
 
+# pandas before plotly, at import time: plotly looks pandas up in sys.modules when it builds a figure, and a
+# second browser session doing so while the first is still importing pandas got a half-initialised module
+# ("partially initialized module 'pandas' has no attribute 'Series'")
+import pandas  # noqa: F401
 import plotly.graph_objects as go
 
 from agent_core.palette import ACTOR_COLORS, MEMORY_COLOR, STAGNATION_COLOR

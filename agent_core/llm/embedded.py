@@ -102,8 +102,8 @@ def model_path(key: str = DEFAULT_MODEL, verify: bool = True) -> Path:
     return target
 
 
-_LOCK = threading.Lock()
-_LOADED: dict[tuple[str, int, int], object] = {}
+_LOCK = threading.Lock()  # one llama.cpp call at a time in this process (a context is not thread-safe)
+_LOADED: dict[tuple[str, int], object] = {}  # one copy per (model, context size); threads are set per call
 
 
 @atexit.register
@@ -117,9 +117,20 @@ def _close_all() -> None:
     _LOADED.clear()
 
 
+def _set_threads(llm, n: int) -> None:
+    """Use n CPU threads for this call on the shared model (one loaded copy whatever the thread setting)."""
+    if getattr(llm, "_swiftsage_threads", None) == n:
+        return
+    ctx = getattr(llm, "_ctx", None)
+    if ctx is not None and hasattr(ctx, "set_n_threads"):
+        ctx.set_n_threads(n, n)
+        llm.n_threads = llm.n_threads_batch = n
+        llm._swiftsage_threads = n
+
+
 class EmbeddedBackend(LLMBackend):
-    """In-process llama.cpp. One loaded model per (model, n_ctx, threads) per process; calls are
-    serialized because a llama context is not thread-safe."""
+    """In-process llama.cpp. One loaded model per (model, n_ctx) per process, whatever the thread count (set
+    per call); calls are serialized because a llama context is not thread-safe."""
 
     name = "embedded"
 
@@ -137,7 +148,7 @@ class EmbeddedBackend(LLMBackend):
 
     def _load(self):
         if self._llm is None:
-            key = (self.spec.key, self.n_ctx, self.n_threads)
+            key = (self.spec.key, self.n_ctx)
             with _LOCK:
                 if key not in _LOADED:
                     from llama_cpp import Llama  # heavy import, only when a model is really used
@@ -152,12 +163,17 @@ class EmbeddedBackend(LLMBackend):
              stop: Sequence[str] | None = None, timeout: float | None = None) -> ChatResult:
         llm = self._load()
         limit = timeout if timeout is not None else self.timeout
-        t0 = time.perf_counter()
         parts: list[str] = []
         n_chunks = 0
         finish = ""
-        with _LOCK:
+        # another session's call may hold the model: waiting for it is not this call's time (the clock starts
+        # once the model is ours), but a wait longer than the timeout itself is reported as such
+        if not _LOCK.acquire(timeout=limit):
+            raise LLMTimeoutError(self.name, f"{self.model} was busy with another call for more than {limit:g} s")
+        t0 = time.perf_counter()
+        try:
             try:
+                _set_threads(llm, self.n_threads)
                 # Streaming is the only way to stop llama.cpp mid-generation: the deadline is checked per token.
                 stream = llm.create_chat_completion(
                     messages=as_messages(messages), max_tokens=max_tokens, temperature=temperature,
@@ -173,11 +189,17 @@ class EmbeddedBackend(LLMBackend):
                         stream.close()
                         raise LLMTimeoutError(self.name, f"{self.model} did not finish within {limit:g} s "
                                                          f"({n_chunks} tokens generated)")
+            except LLMError:
+                raise
             except ValueError as e:  # e.g. the prompt is longer than the context window
                 raise LLMError(self.name, f"{self.model}: {e}") from e
             except (KeyError, IndexError, TypeError) as e:
                 raise LLMMalformedReply(self.name, f"unexpected reply shape: {e}") from e
+            except Exception as e:  # noqa: BLE001 - e.g. RuntimeError("llama_decode returned -3"): a typed failure
+                raise LLMError(self.name, f"{self.model}: {type(e).__name__}: {e}") from e
             total = int(getattr(llm, "n_tokens", 0) or 0)
+        finally:
+            _LOCK.release()
         latency = time.perf_counter() - t0
         return ChatResult(text="".join(parts), prompt_tokens=max(0, total - n_chunks), completion_tokens=n_chunks,
                           latency_s=latency, backend=self.name, model=self.model, finish_reason=finish)

@@ -65,13 +65,18 @@ def parse_plan(text: str) -> tuple[dict[str, str], list[str]]:
 _BULLET = re.compile(r"^\s*(?:[-*•>]+|\d+\s*[.):]|step\s*\d+\s*[:.)]|command\s*\d*\s*[:.)])\s*", re.I)
 
 
+# a heading or remark around the commands ("Commands:", "Here are ...", "Note: ...", "Plan -"): the keyword must be
+# a whole word followed by punctuation or the end, so "Plant the seed" and "notebook" stay commands
+_PREAMBLE = re.compile(r"^(?:commands?|here (?:are|is)|note|notes|plan)\b\s*(?:[:\-.]|$)|^```", re.I)
+
+
 def parse_actions(text: str, limit: int = 5) -> tuple[list[str], list[str]]:
     """Commands from a reply: one per line; bullets, numbering, quotes and code fences removed."""
     actions: list[str] = []
     problems: list[str] = []
     for raw in text.replace(";", "\n").splitlines():
         line = raw.strip().strip("`").strip()
-        if not line or line.lower().startswith(("commands", "here are", "```", "note", "plan")):
+        if not line or _PREAMBLE.match(line):
             continue
         line = _BULLET.sub("", line)
         line = re.sub(r"\s*\(.*?\)\s*$", "", line)  # trailing comments "(to get water)"
@@ -207,6 +212,8 @@ class Sage:
             call.latency_s, call.model = r.latency_s, r.model
         except LLMError as e:
             call.error = str(e)
+        except Exception as e:  # noqa: BLE001 - e.g. a RuntimeError inside llama.cpp: recorded, Swift acts
+            call.error = f"{type(e).__name__} in the {self.llm.name} backend: {e}"
         return call
 
     def _examples(self, ctx: SageContext) -> str:
