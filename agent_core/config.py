@@ -124,7 +124,10 @@ class LLMConfig:
     embedded_model: str = "qwen2.5-coder-1.5b"  # or smollm2-135m (fast, incoherent: tests only)
     base_url: str = "http://127.0.0.1:8000/v1"
     model: str = ""  # model name served at base_url (vLLM: the name given to `vllm serve`)
-    api_key: str = "EMPTY"
+    # never written anywhere (traces, evaluation files): Config.to_record() blanks it; by default it comes from
+    # the environment (SWIFTSAGE_LLM_API_KEY or OPENAI_API_KEY), "EMPTY" for servers that need none (vLLM)
+    api_key: str = field(default_factory=lambda: os.environ.get("SWIFTSAGE_LLM_API_KEY")
+                         or os.environ.get("OPENAI_API_KEY") or "EMPTY")
     timeout_s: float = 120.0
     max_retries: int = 2
     n_ctx: int = 4096
@@ -274,6 +277,13 @@ class Config:
     def to_dict(self) -> dict[str, Any]:
         return _to_jsonable(dataclasses.asdict(self))
 
+    def to_record(self) -> dict[str, Any]:
+        """What a trace or an evaluation file keeps: everything but secrets (the API key is blanked; a config read
+        back from a record takes the key from the environment again)."""
+        d = self.to_dict()
+        d["llm"]["api_key"] = ""
+        return d
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Config":
         return _build(cls, data, "config")
@@ -332,6 +342,15 @@ def load_config(path: str | Path | None = None, preset_name: str = "baseline",
     if overrides:
         cfg = apply_overrides(cfg, overrides)
     return cfg
+
+
+SECRET_OVERRIDES = ("llm.api_key",)
+
+
+def redact_overrides(overrides: list[str]) -> list[str]:
+    """`section.field=value` overrides as they may be written down: secrets blanked."""
+    return [f"{o.split('=', 1)[0]}=<redacted>" if o.split("=", 1)[0].strip() in SECRET_OVERRIDES else o
+            for o in overrides]
 
 
 def apply_overrides(cfg: Config, overrides: dict[str, Any] | list[str]) -> Config:

@@ -280,7 +280,7 @@ class Agent:
         run_id = run_id or f"{datetime.now().strftime('%Y%m%d-%H%M%S')}-{info.name}-v{variation}-{self.cfg.preset}-" \
                           f"{uuid.uuid4().hex[:6]}"
         header = EpisodeHeader(task=info.name, task_index=info.index, variation=variation, split=self.env.split or "",
-                               task_description=obs.task_description, config=self.cfg.to_dict(),
+                               task_description=obs.task_description, config=self.cfg.to_record(),
                                models={"swift": self.swift.name, "sage": f"{self.llm.name}:{self.llm.model}"},
                                seed=self.cfg.seed, run_id=run_id, initial_observation=obs.text,
                                initial_look=obs.look, initial_inventory=obs.inventory,

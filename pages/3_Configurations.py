@@ -16,7 +16,7 @@ st.dataframe(pd.DataFrame([{"preset": k, "what it is": v[0],
                            for k, v in PRESETS.items()]), hide_index=True, width="stretch")
 
 name = st.selectbox("Show every field of", list(PRESETS))
-cfg = preset(name).to_dict()
+cfg = preset(name).to_record()  # never shows an API key from the environment
 rows = []
 for section, values in cfg.items():
     if isinstance(values, dict):

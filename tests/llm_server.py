@@ -63,6 +63,7 @@ class BadServer:
 
     def __init__(self):
         self.mode = "empty"
+        self.auth: list[str] = []  # the Authorization header of every request (tests check the key was sent)
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -81,6 +82,7 @@ class BadServer:
 
             def do_POST(self):
                 self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                outer.auth.append(self.headers.get("Authorization", ""))
                 m = outer.mode
                 base = {"id": "x", "object": "chat.completion", "created": 0, "model": "bad"}
                 if m == "empty":

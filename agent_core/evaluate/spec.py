@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config import PRESETS, Config, load_config
+from ..config import PRESETS, Config, load_config, redact_overrides
 from ..env import catalog
 
 SPEC_FILE = "evaluation.json"
@@ -59,7 +59,7 @@ class EvalSpec:
 
     def settings(self) -> dict[str, Any]:
         """What must match for two runs to share a directory."""
-        return {"split": self.split, "step_limit": self.step_limit, "overrides": sorted(self.overrides),
+        return {"split": self.split, "step_limit": self.step_limit, "overrides": sorted(redact_overrides(self.overrides)),
                 "config_file": self.config_file, "fresh_jvm": self.fresh_jvm}
 
     def config(self, preset_name: str) -> Config:
@@ -109,7 +109,12 @@ class EvalSpec:
         return out
 
     def to_json(self) -> dict[str, Any]:
+        """In memory, for the workers (secrets included)."""
         return asdict(self)
+
+    def public_json(self) -> dict[str, Any]:
+        """What is written to disk: secrets blanked."""
+        return {**asdict(self), "overrides": redact_overrides(self.overrides)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "EvalSpec":
@@ -140,12 +145,12 @@ def prepare_dir(out: Path, spec: EvalSpec, jobs: list[Job]) -> dict[str, Any]:
                             "); choose another --out directory")
         record = old
         record["jobs"] = list(dict.fromkeys(list(old.get("jobs", [])) + keys))
-        record["spec"] = spec.to_json()
+        record["spec"] = spec.public_json()
     else:
         if out.exists() and any(out.iterdir()):
             raise EvalError(f"{out} is not empty and holds no {SPEC_FILE}: it is not an evaluation directory; "
                             f"choose a new or empty --out directory")
-        record = {"settings": spec.settings(), "spec": spec.to_json(), "jobs": keys}
+        record = {"settings": spec.settings(), "spec": spec.public_json(), "jobs": keys}
     out.mkdir(parents=True, exist_ok=True)
     tmp = spec_file.with_suffix(".tmp")
     tmp.write_text(json.dumps(record, indent=1))

@@ -13,7 +13,10 @@ def make_backend(llm_cfg, script=None) -> LLMBackend:
     if llm_cfg.backend == "openai":
         from .openai_compat import OpenAICompatBackend
 
-        return OpenAICompatBackend(llm_cfg.base_url, model=llm_cfg.model, api_key=llm_cfg.api_key,
+        import os
+
+        key = llm_cfg.api_key or os.environ.get("SWIFTSAGE_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY") or "EMPTY"
+        return OpenAICompatBackend(llm_cfg.base_url, model=llm_cfg.model, api_key=key,
                                    timeout=llm_cfg.timeout_s, max_retries=llm_cfg.max_retries)
     if llm_cfg.backend == "embedded":
         from .embedded import EmbeddedBackend
