@@ -31,7 +31,7 @@ def open_stream(config: MemoryConfig | None = None, path: str | None = None) -> 
     """The process-wide MemoryStream for a directory and collection: the agent and the Memory page
     in one Streamlit server share it, so the page sees the agent's writes at once."""
     cfg = config or MemoryConfig()
-    where = str(Path(path or cfg.persist_dir).resolve())
+    where = cfg.server_url or str(Path(path or cfg.persist_dir).resolve())
     # the settings are part of the key: a caller with other weights, decay or caps gets its own view of the same
     # store (Chroma shares the client by path; `refresh()` shows one view's writes to the other), never a
     # stream silently scoring with someone else's settings

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 ENV_MEMORY_DIR = "SWIFTSAGE_MEMORY_DIR"
+ENV_CHROMA_URL = "SWIFTSAGE_CHROMA_URL"
 DEFAULT_PERSIST_DIR = "runs/memory"
 
 
@@ -68,6 +69,9 @@ class MemoryConfig:
     # --- storage ---
     persist_dir: str = field(default_factory=_default_persist_dir)  # env SWIFTSAGE_MEMORY_DIR overrides
     collection: str = "memory_stream"
+    # a Chroma server shared by several app instances (`chroma run --host 127.0.0.1 --port 8000`), e.g.
+    # "http://127.0.0.1:8000"; empty: the local directory persist_dir (env SWIFTSAGE_CHROMA_URL overrides)
+    server_url: str = field(default_factory=lambda: os.environ.get(ENV_CHROMA_URL, ""))
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

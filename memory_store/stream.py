@@ -33,6 +33,7 @@ import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
+from urllib.parse import urlparse
 
 import numpy as np
 
@@ -202,12 +203,19 @@ class MemoryStream:
         from chromadb.config import Settings
 
         self.config = config or MemoryConfig()
-        self.path = str(Path(path if path is not None else self.config.persist_dir).resolve())
-        Path(self.path).mkdir(parents=True, exist_ok=True)
         self._embedder = embedder
         self._lock = threading.RLock()
-        self._client = chromadb.PersistentClient(
-            path=self.path, settings=Settings(anonymized_telemetry=False, allow_reset=True))
+        if self.config.server_url:  # a shared Chroma server: one collection per store, no local directory
+            url = urlparse(self.config.server_url if "://" in self.config.server_url
+                           else f"http://{self.config.server_url}")
+            self.path = f"{url.scheme}://{url.hostname}:{url.port or 8000}/{self.config.collection}"
+            self._client = chromadb.HttpClient(host=url.hostname, port=url.port or 8000, ssl=url.scheme == "https",
+                                               settings=Settings(anonymized_telemetry=False, allow_reset=True))
+        else:
+            self.path = str(Path(path if path is not None else self.config.persist_dir).resolve())
+            Path(self.path).mkdir(parents=True, exist_ok=True)
+            self._client = chromadb.PersistentClient(
+                path=self.path, settings=Settings(anonymized_telemetry=False, allow_reset=True))
         self._collection = self._client.get_or_create_collection(
             name=self.config.collection, metadata={"hnsw:space": "cosine"}, embedding_function=None)
         self._max_batch = int(getattr(self._client, "get_max_batch_size", lambda: 5000)())
@@ -237,6 +245,17 @@ class MemoryStream:
             allemb = np.concatenate(embs)[order]
             mirror.append([mems[i] for i in order], allemb)
         self._m = mirror
+
+    @property
+    def remote(self) -> bool:
+        return bool(self.config.server_url)
+
+    def heartbeat(self) -> None:
+        """Raise if the store is gone: the local directory removed, or the Chroma server not answering."""
+        if self.remote:
+            self._client.heartbeat()
+        elif not (Path(self.path) / "chroma.sqlite3").exists():
+            raise FileNotFoundError(f"the memory store at {self.path} is gone (its directory was removed)")
 
     def refresh(self, force: bool = False) -> bool:
         """Reload the mirror from disk when another writer changed the store; True if reloaded."""

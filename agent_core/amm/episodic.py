@@ -26,7 +26,7 @@ from ..config import Config
 from ..swift.format import clean, fmt_num, fmt_reward
 from ..trace import MemoryRetrieval, MemoryWrite
 from .salience import StepFacts, content_key, importance, record_extra, record_text, salience
-from .store import StoreUnavailable, open_agent_store, prepare_store
+from .store import StoreUnavailable, open_agent_store, open_server_store, prepare_store
 
 WORKED = ("success", "near-miss")
 SAGE_HEADER = ("Memories from earlier episodes (hints only, they may be wrong: the current observation, inventory "
@@ -81,8 +81,11 @@ class EpisodicMemory:
     def _check(self) -> MemoryStream:
         if self.stream is None or self.path is None:
             raise StoreUnavailable("the memory store is not open")
-        if not (self.path / "chroma.sqlite3").exists():
-            raise StoreUnavailable(f"the memory store at {self.path} is gone (its directory was removed)")
+        try:
+            self.stream.heartbeat()
+        except Exception as e:  # noqa: BLE001 - the directory removed, or the Chroma server gone
+            raise StoreUnavailable(str(e) if isinstance(e, FileNotFoundError) else
+                                   f"the memory server at {self.stream.path} is not answering: {type(e).__name__}: {e}")
         return self.stream
 
     def start_episode(self, run_id: str, task: str, task_description: str, variation: int) -> dict[str, Any]:
@@ -91,9 +94,14 @@ class EpisodicMemory:
         self.stats, self.cache, self._t3_fired, self._written = EpisodeMemoryStats(), {}, set(), {}
         info: dict[str, Any] = {}
         try:
-            dest = self.default_store_dir()
-            self.path, self.seeded_from = prepare_store(dest, self.c.warmup, self.cfg.memory)
-            self.stream = open_agent_store(self.path, self.cfg.memory)
+            if self.cfg.memory.server_url:  # a shared Chroma server: this store is one collection there
+                self.stream, self.seeded_from = open_server_store(self.default_store_dir().name, self.c.warmup,
+                                                                  self.cfg.memory)
+                self.path = self.stream.path
+            else:
+                dest = self.default_store_dir()
+                self.path, self.seeded_from = prepare_store(dest, self.c.warmup, self.cfg.memory)
+                self.stream = open_agent_store(self.path, self.cfg.memory)
             self.stream.refresh()
             # one clock per store: continue after everything the store has seen
             self.clock_start = float(int(self.stream.latest_time)) + 1.0
@@ -358,7 +366,8 @@ class EpisodicMemory:
         if generate is None:
             return f"due ({total:.0f} > {thr:g}) but no LLM is attached"
         stream, now, task, run_id = self.stream, self.now(steps) + 0.5, self.task, self.run_id
-        path = self.path
+        # the log lives beside a local store; a store on a Chroma server logs under this app's runs/memory
+        path = self.path if not stream.remote else self.runs_dir / "memory" / f"server-{stream.config.collection}"
 
         def job() -> None:
             t0 = time.time()
@@ -373,6 +382,7 @@ class EpisodicMemory:
             except Exception as e:  # noqa: BLE001
                 entry = {"after_run": run_id, "task": task, "started": t0, "error": f"{type(e).__name__}: {e}"}
             try:
+                Path(path).mkdir(parents=True, exist_ok=True)
                 with open(Path(path) / "reflections.jsonl", "a", encoding="utf-8") as fh:
                     fh.write(json.dumps(entry, default=str) + "\n")
             except OSError:

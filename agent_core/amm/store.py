@@ -144,3 +144,20 @@ def prepare_store(dest: str | Path, warm: bool, config: MemoryConfig) -> tuple[P
 
 def open_agent_store(dest: str | Path, config: MemoryConfig) -> MemoryStream:
     return open_stream(_cfg(config, Path(dest)), path=str(dest))
+
+
+def open_server_store(name: str, warm: bool, config: MemoryConfig) -> tuple[MemoryStream, str]:
+    """The store `name` as a collection on the Chroma server at config.server_url (several app instances share
+    it); a new, empty one is filled from the shipped warm store when `warm`. Returns (stream, what it started
+    from)."""
+    import dataclasses
+
+    cfg = dataclasses.replace(config, collection=f"amm-{name}"[:63])
+    stream = open_stream(cfg)
+    if len(stream) == 0 and warm:
+        with _seed_lock:
+            stream.refresh()
+            if len(stream) == 0:
+                n = import_export(stream, WARM_EXPORT)
+                return stream, f"the shipped warm store ({n} memories), copied into the server's collection"
+    return stream, "existing collection on the server" if len(stream) else "empty"
