@@ -78,6 +78,7 @@ class _AnnouncingLLM:
     def __init__(self, inner):
         self._inner = inner
         self.on_call = None  # set by the page around one step
+        self.cancel = None  # the step's threading.Event: Pause sets it and the call in flight stops
 
     def __getattr__(self, name: str):
         return getattr(self._inner, name)
@@ -85,6 +86,8 @@ class _AnnouncingLLM:
     def chat(self, messages, **kwargs):
         if self.on_call is not None:
             self.on_call(messages if isinstance(messages, str) else str(messages))
+        if self.cancel is not None:
+            kwargs.setdefault("cancel", self.cancel)
         return self._inner.chat(messages, **kwargs)
 
 
@@ -116,6 +119,10 @@ def _set_cmd(name: str) -> None:
     S["run_cmd"] = name
     if name in ("reset", "step", "pause"):
         S["run_running"] = False
+    job = S.get("run_inflight")
+    if name == "pause" and job is not None and not job["done"] and job.get("cancel") is not None:
+        job["cancel"].set()  # a model call in flight stops now; its step falls back to Swift and is recorded
+        S["run_paused_call"] = True
     elif name == "run_n":
         S["run_running"], S["run_left"] = True, int(S.get("run_n_steps", 5))
     elif name == "run_end":
@@ -228,7 +235,7 @@ def _start_step(agent) -> dict[str, Any]:
         "step": len(agent.records) + 1, "started": now, "since": now, "call": 0, "purpose": "",
         "label": (f"{owner}: taking the next buffered action ({len(pending)} pending)" if pending else
                   "Swift is choosing (if a switching rule fires, Sage is called: an LLM call)"),
-        "done": False, "rec": None, "error": None, "over": False, "booked": False}
+        "done": False, "rec": None, "error": None, "over": False, "booked": False, "cancel": threading.Event()}
     llm = getattr(agent, "llm", None)
 
     def announce(prompt: str = "") -> None:
@@ -242,14 +249,14 @@ def _start_step(agent) -> dict[str, Any]:
                     job["over"] = True
                     return
                 if hasattr(llm, "on_call"):
-                    llm.on_call = announce
+                    llm.on_call, llm.cancel = announce, job["cancel"]
                 job["rec"] = agent.step()
             except Exception as e:  # noqa: BLE001 - show it, stop running, keep the page alive
                 log.exception("step failed")
                 job["error"] = f"Step failed: {type(e).__name__}: {e}"
             finally:
                 if hasattr(llm, "on_call"):
-                    llm.on_call = None
+                    llm.on_call = llm.cancel = None
                 job["done"] = True
 
     threading.Thread(target=work, name="agent-step", daemon=True).start()
@@ -404,7 +411,8 @@ def live_buttons() -> None:
     c4.button("Run to end", key="run_run_end", on_click=_set_cmd, args=("run_end",), width="stretch",
               help="Step until the episode ends (success, failure, or the step limit).")
     st.button("Pause", key="run_pause", on_click=_set_cmd, args=("pause",), width="stretch",
-              help="Stop running after the step in progress.")
+              help="Stop running. A model call in progress is stopped at once: that step takes Swift's action "
+                   "instead and is recorded with the cancellation.")
     if S.get("run_running"):
         left = S.get("run_left")
         st.caption(f"Running{'' if left is None else f': {left} step(s) left'}... press Pause to stop.")
@@ -655,6 +663,9 @@ else:
             fork_box(str(agent.trace_path), types.SimpleNamespace(header=S["run_header"], steps=list(agent.records)),
                      len(agent.records))
     wait_for_step_in_flight()
+    if S.pop("run_paused_call", False):
+        st.info("Paused. The model call in progress was stopped; that step took Swift's action instead and is "
+                "recorded with the cancellation (see its LLM error). Press Step or Run to go on.")
     cmd = S.pop("run_cmd", None)
     if cmd == "reset":
         do_reset(settings)

@@ -59,10 +59,12 @@ class LlamaServer:
 
 
 class BadServer:
-    """Answers /v1/chat/completions with whatever `mode` says: empty, nochoices, notjson, http500, slow."""
+    """Answers /v1/chat/completions with whatever `mode` says: empty, nochoices, notjson, http500, http404, slow
+    (a real answer after `delay` seconds), garbage (a reply of symbols and control characters)."""
 
     def __init__(self):
         self.mode = "empty"
+        self.delay = 30.0
         self.auth: list[str] = []  # the Authorization header of every request (tests check the key was sent)
         outer = self
 
@@ -96,6 +98,16 @@ class BadServer:
                     self._send(500, b'{"error": "model crashed"}')
                 elif m == "http404":
                     self._send(404, b'{"error": "no such model"}')
+                elif m in ("slow", "garbage"):
+                    if m == "slow":  # answers, but only after `delay` seconds (a model server under load)
+                        time.sleep(outer.delay)
+                    text = ("Q1: the pot. Q2: water. Q3: fill it. Q4: go to the kitchen. Q5: no mistake.\n1"
+                            if m == "slow" else "\u2603\u2603 %%%% <unk><unk> \x07 ;;;; 0x7f \ufffd\ufffd")
+                    try:
+                        self._send(200, json.dumps({**base, "choices": [{"index": 0, "finish_reason": "stop",
+                                                    "message": {"role": "assistant", "content": text}}]}).encode())
+                    except OSError:  # the client gave up (timeout, Pause) and closed the connection
+                        pass
 
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,49 @@ def test_compare_link_and_evaluate_page_in_chromium(chromium, small_evaluation, 
     if os.environ.get("SWIFTSAGE_UPDATE_DOCS_IMG") == "1":
         for name in ("compare_page.png", "evaluate_page.png"):
             shutil.copyfile(ARTIFACTS / name, DOCS_IMG.parent / name)
+
+
+def test_pause_stops_a_slow_sage_call_in_chromium(chromium, tmp_path):
+    """Run to end against a server that takes 60 s per answer: Pause, pressed while Sage waits, stops the call
+    within seconds; the step is recorded with the cancellation and the page says so."""
+    from tests.llm_server import BadServer
+    from agent_core.trace import read_episode
+
+    srv = BadServer()
+    srv.mode, srv.delay = "slow", 60.0
+    runs = tmp_path / "runs"
+    try:
+        with served_app(runs, ARTIFACTS / "streamlit_pause.log") as url, chromium_page() as page:
+            page.goto(url)
+            page.get_by_role("button", name="Reset", exact=True).wait_for(timeout=60_000)
+            page.get_by_role("combobox", name="LLM backend (Sage)").click()
+            page.keyboard.type("OpenAI")  # the selectbox filters its options as one types
+            page.keyboard.press("Enter")
+            wait_idle(page)
+            field = page.get_by_role("textbox", name="Server URL")
+            field.fill(srv.base_url)
+            field.press("Enter")
+            wait_idle(page)
+            set_number(page, "Sage call timeout (s)", 300)
+            click_button(page, "Reset")
+            wait_for_step(page, 0, 180)
+            wait_idle(page)
+            click_button(page, "Run to end")
+            # Swift steps until a switching rule calls Sage, whose call then hangs on the slow server
+            page.get_by_text("Sage is planning (Q1-Q5)").first.wait_for(timeout=240_000)
+            page.wait_for_timeout(1500)
+            t0 = time.monotonic()
+            click_button(page, "Pause")
+            page.get_by_text("Paused. The model call in progress was stopped").wait_for(timeout=30_000)
+            stopped_s = time.monotonic() - t0
+            wait_idle(page)
+            body = _main_text(page)
+            assert "Traceback" not in body and "Step failed" not in body
+            screenshot_full(page, ARTIFACTS / "pause_during_call.png")
+    finally:
+        srv.stop()
+    assert stopped_s < 20, stopped_s  # not the 60 s the server would have taken
+    ep = read_episode(next(runs.glob("*.jsonl")))
+    cancelled = [c for r in ep.steps for c in r.llm_calls if c.error and "cancelled" in c.error]
+    assert len(cancelled) == 1 and ep.steps[-1].llm_calls[-1].error == cancelled[0].error
+    assert any("falling back to Swift's action" in n for n in ep.steps[-1].notes)

@@ -1,7 +1,7 @@
 """LLM backends behind one interface: OpenAI-compatible HTTP, embedded llama.cpp, scripted."""
 from __future__ import annotations
 
-from .base import (ChatResult, LLMBackend, LLMConnectionError, LLMError, LLMExhausted, LLMHTTPError,
+from .base import (ChatResult, LLMBackend, LLMCancelled, LLMConnectionError, LLMError, LLMExhausted, LLMHTTPError,
                    LLMMalformedReply, LLMTimeoutError, Message, as_messages, prompt_text)
 from .scripted import ScriptedBackend
 
@@ -30,6 +30,6 @@ def make_backend(llm_cfg, script=None) -> LLMBackend:
     raise ValueError(f"unknown LLM backend {llm_cfg.backend!r}; choose one of: {', '.join(BACKENDS)}")
 
 
-__all__ = ["BACKENDS", "ChatResult", "LLMBackend", "LLMConnectionError", "LLMError", "LLMExhausted",
+__all__ = ["BACKENDS", "ChatResult", "LLMBackend", "LLMCancelled", "LLMConnectionError", "LLMError", "LLMExhausted",
            "LLMHTTPError", "LLMMalformedReply", "LLMTimeoutError", "Message", "ScriptedBackend",
            "as_messages", "make_backend", "prompt_text"]

@@ -6,6 +6,7 @@ path (DESIGN.md): it never crashes an episode silently.
 """
 from __future__ import annotations
 
+import threading
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -40,6 +41,10 @@ class LLMHTTPError(LLMError):
 
 class LLMMalformedReply(LLMError):
     """The server answered, but the reply holds no usable text (empty, no choices, wrong shape)."""
+
+
+class LLMCancelled(LLMError):
+    """The caller gave up on the call while it ran (the Run page's Pause): recorded like any failure."""
 
 
 class LLMExhausted(LLMError):
@@ -81,7 +86,9 @@ class LLMBackend(ABC):
 
     @abstractmethod
     def chat(self, messages: str | Sequence[Message], *, max_tokens: int = 256, temperature: float = 0.0,
-             stop: Sequence[str] | None = None, timeout: float | None = None) -> ChatResult:
+             stop: Sequence[str] | None = None, timeout: float | None = None,
+             cancel: threading.Event | None = None) -> ChatResult:
+        """`cancel`: when set while the call runs, the call stops as soon as it can and raises LLMCancelled."""
         ...
 
     def generate(self, prompt: str) -> str:

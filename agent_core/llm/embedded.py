@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from .base import ChatResult, LLMBackend, LLMError, LLMMalformedReply, LLMTimeoutError, Message, as_messages
+from .base import (ChatResult, LLMBackend, LLMCancelled, LLMError, LLMMalformedReply, LLMTimeoutError, Message,
+                   as_messages)
 
 
 @dataclass(frozen=True)
@@ -160,7 +161,8 @@ class EmbeddedBackend(LLMBackend):
         return self._llm
 
     def chat(self, messages: str | Sequence[Message], *, max_tokens: int = 256, temperature: float = 0.0,
-             stop: Sequence[str] | None = None, timeout: float | None = None) -> ChatResult:
+             stop: Sequence[str] | None = None, timeout: float | None = None,
+             cancel: threading.Event | None = None) -> ChatResult:
         llm = self._load()
         limit = timeout if timeout is not None else self.timeout
         parts: list[str] = []
@@ -168,8 +170,12 @@ class EmbeddedBackend(LLMBackend):
         finish = ""
         # another session's call may hold the model: waiting for it is not this call's time (the clock starts
         # once the model is ours), but a wait longer than the timeout itself is reported as such
-        if not _LOCK.acquire(timeout=limit):
-            raise LLMTimeoutError(self.name, f"{self.model} was busy with another call for more than {limit:g} s")
+        waited = time.perf_counter()
+        while not _LOCK.acquire(timeout=0.2):
+            if cancel is not None and cancel.is_set():
+                raise LLMCancelled(self.name, "cancelled while waiting for another call to finish")
+            if time.perf_counter() - waited > limit:
+                raise LLMTimeoutError(self.name, f"{self.model} was busy with another call for more than {limit:g} s")
         t0 = time.perf_counter()
         try:
             try:
@@ -185,6 +191,10 @@ class EmbeddedBackend(LLMBackend):
                         parts.append(delta)
                         n_chunks += 1
                     finish = choice.get("finish_reason") or finish
+                    if not finish and cancel is not None and cancel.is_set():
+                        stream.close()
+                        raise LLMCancelled(self.name, f"cancelled after {n_chunks} tokens "
+                                                      f"({time.perf_counter() - t0:.1f} s)")
                     if not finish and time.perf_counter() - t0 > limit:
                         stream.close()
                         raise LLMTimeoutError(self.name, f"{self.model} did not finish within {limit:g} s "

@@ -6,14 +6,38 @@ with backoff); this class maps every failure onto the project's typed `LLMError`
 """
 from __future__ import annotations
 
+import threading
 import time
 from typing import Sequence
 
 import httpx
 import openai
 
-from .base import (ChatResult, LLMBackend, LLMConnectionError, LLMHTTPError, LLMMalformedReply,
+from .base import (ChatResult, LLMBackend, LLMCancelled, LLMConnectionError, LLMHTTPError, LLMMalformedReply,
                    LLMTimeoutError, Message, as_messages)
+
+
+def _cancellable(fn, cancel: threading.Event, backend: str):
+    """Run a blocking request in a helper thread and give up on it when `cancel` is set (the server may finish
+    the abandoned request; its answer is dropped)."""
+    box: dict = {}
+
+    def run() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as e:  # noqa: BLE001 - handed to the caller
+            box["error"] = e
+
+    t = threading.Thread(target=run, name="llm-request", daemon=True)
+    t0 = time.perf_counter()
+    t.start()
+    while t.is_alive():
+        t.join(0.1)
+        if cancel.is_set() and t.is_alive():
+            raise LLMCancelled(backend, f"cancelled after {time.perf_counter() - t0:.1f} s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 class OpenAICompatBackend(LLMBackend):
@@ -45,15 +69,22 @@ class OpenAICompatBackend(LLMBackend):
         return self.model
 
     def chat(self, messages: str | Sequence[Message], *, max_tokens: int = 256, temperature: float = 0.0,
-             stop: Sequence[str] | None = None, timeout: float | None = None) -> ChatResult:
+             stop: Sequence[str] | None = None, timeout: float | None = None,
+             cancel: threading.Event | None = None) -> ChatResult:
         model = self.resolve_model()
         t0 = time.perf_counter()
-        try:
-            resp = self._client.chat.completions.create(
+
+        def request():
+            return self._client.chat.completions.create(
                 model=model, messages=as_messages(messages), max_tokens=max_tokens,
                 temperature=temperature, stop=list(stop) if stop else None,
                 timeout=timeout if timeout is not None else self.timeout,
             )
+
+        try:
+            resp = request() if cancel is None else _cancellable(request, cancel, self.name)
+        except LLMCancelled:
+            raise
         except Exception as e:
             raise self._map(e) from e
         latency = time.perf_counter() - t0

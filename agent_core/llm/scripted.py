@@ -1,10 +1,11 @@
 """Scripted backend: replays canned outputs, for deterministic tests only."""
 from __future__ import annotations
 
+import threading
 import time
 from typing import Callable, Sequence
 
-from .base import ChatResult, LLMBackend, LLMError, LLMExhausted, Message, as_messages, prompt_text
+from .base import ChatResult, LLMBackend, LLMCancelled, LLMError, LLMExhausted, Message, as_messages, prompt_text
 
 Script = Sequence[str | Exception] | Callable[[str], str]
 
@@ -22,8 +23,11 @@ class ScriptedBackend(LLMBackend):
         self.calls: list[str] = []
 
     def chat(self, messages: str | Sequence[Message], *, max_tokens: int = 256, temperature: float = 0.0,
-             stop: Sequence[str] | None = None, timeout: float | None = None) -> ChatResult:
+             stop: Sequence[str] | None = None, timeout: float | None = None,
+             cancel: threading.Event | None = None) -> ChatResult:
         t0 = time.perf_counter()
+        if cancel is not None and cancel.is_set():
+            raise LLMCancelled(self.name, "cancelled before the call started")
         prompt = prompt_text(as_messages(messages))
         self.calls.append(prompt)
         if self._fn is not None:
