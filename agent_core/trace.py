@@ -27,7 +27,11 @@ class TraceError(ValueError):
     def __init__(self, path: str | Path, line: int, message: str):
         self.path = str(path)
         self.line = line
+        self.message = message
         super().__init__(f"{path}:{line}: {message}")
+
+    def __reduce__(self):  # picklable (the app caches episodes, problems included)
+        return (type(self), (self.path, self.line, self.message))
 
 
 # ---------- parts of a step record ----------
@@ -281,6 +285,7 @@ class Episode:
     steps: list[StepRecord]
     summary: EpisodeSummary | None
     truncated_tail: tuple[int, str] | None = None  # (line number, text) of a half-written last line
+    problems: list[TraceError] = field(default_factory=list)  # lines skipped by read_episode(tolerant=True)
 
 
 # ---------- (de)serialisation ----------
@@ -402,9 +407,11 @@ def _iter_lines(path: Path) -> Iterator[tuple[int, str, bool]]:
             yield i, line.rstrip("\n"), line.endswith("\n")
 
 
-def read_episode(path: str | Path) -> Episode:
+def read_episode(path: str | Path, tolerant: bool = False) -> Episode:
     """Read a trace. Raises TraceError (file:line) for an unknown schema or a corrupted line;
-    a half-written last line (a crash mid-write) is reported in `Episode.truncated_tail`."""
+    a half-written last line (a crash mid-write) is reported in `Episode.truncated_tail`. With `tolerant`, a
+    corrupted line after a readable header is skipped and kept in `Episode.problems`, so a page can show every
+    readable step and name the lines it could not read."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no trace at {path}")
@@ -415,41 +422,65 @@ def read_episode(path: str | Path) -> Episode:
     steps: list[StepRecord] = []
     summary: EpisodeSummary | None = None
     truncated: tuple[int, str] | None = None
+    problems: list[TraceError] = []
     for idx, (no, text, has_nl) in enumerate(lines):
-        is_last = idx == len(lines) - 1
         if not text.strip():
             continue
         try:
             obj = json.loads(text)
         except json.JSONDecodeError as e:
-            if is_last and not has_nl:
+            if idx == len(lines) - 1 and not has_nl:
                 truncated = (no, text)
                 break
-            raise TraceError(path, no, f"corrupted line (not valid JSON: {e.msg} at column {e.colno})") from None
-        if not isinstance(obj, dict) or "kind" not in obj:
-            raise TraceError(path, no, "corrupted line (not a trace record: no 'kind')")
-        kind = obj.pop("kind")
-        try:
-            if kind == "header":
-                if header is not None:
-                    raise TraceError(path, no, "second episode header")
-                version = obj.get("schema_version")
-                if version not in SUPPORTED_SCHEMAS:
-                    raise TraceError(path, no, f"unknown schema version {version!r}; this app reads {list(SUPPORTED_SCHEMAS)}")
-                header = _from_dict(EpisodeHeader, obj)
-            elif header is None:
-                raise TraceError(path, no, "step before the episode header")
-            elif kind == "step":
-                steps.append(_from_dict(StepRecord, obj))
-            elif kind == "summary":
-                summary = _from_dict(EpisodeSummary, obj)
+            err = TraceError(path, no, f"corrupted line (not valid JSON: {e.msg} at column {e.colno})")
+        else:
+            err = None
+            try:
+                kind, rec = _record(path, no, obj, header)
+            except TraceError as e:
+                err = e
             else:
-                raise TraceError(path, no, f"unknown record kind {kind!r}")
-        except TypeError as e:  # missing required fields
-            raise TraceError(path, no, f"corrupted {kind} record: {e}") from None
+                if kind == "header":
+                    header = rec
+                elif kind == "step":
+                    steps.append(rec)
+                else:
+                    summary = rec
+        if err is not None:
+            if not tolerant or header is None:
+                raise err
+            problems.append(err)
     if header is None:
         raise TraceError(path, truncated[0] if truncated else 1, "no episode header")
-    return Episode(path=path, header=header, steps=steps, summary=summary, truncated_tail=truncated)
+    return Episode(path=path, header=header, steps=steps, summary=summary, truncated_tail=truncated,
+                   problems=problems)
+
+
+def _record(path: Path, no: int, obj: Any, header: EpisodeHeader | None) -> tuple[str, Any]:
+    """One parsed line: (kind, record), or TraceError naming the file and line."""
+    if not isinstance(obj, dict) or "kind" not in obj:
+        raise TraceError(path, no, "corrupted line (not a trace record: no 'kind')")
+    obj = dict(obj)
+    kind = obj.pop("kind")
+    try:
+        if kind == "header":
+            if header is not None:
+                raise TraceError(path, no, "second episode header")
+            version = obj.get("schema_version")
+            if version not in SUPPORTED_SCHEMAS:
+                raise TraceError(path, no, f"unknown schema version {version!r}; this app reads {list(SUPPORTED_SCHEMAS)}")
+            return kind, _from_dict(EpisodeHeader, obj)
+        if header is None:
+            raise TraceError(path, no, "step before the episode header")
+        if kind == "step":
+            return kind, _from_dict(StepRecord, obj)
+        if kind == "summary":
+            return kind, _from_dict(EpisodeSummary, obj)
+        raise TraceError(path, no, f"unknown record kind {kind!r}")
+    except (TypeError, KeyError, AttributeError, ValueError) as e:  # missing or mistyped fields
+        if isinstance(e, TraceError):
+            raise
+        raise TraceError(path, no, f"corrupted {kind} record: {type(e).__name__}: {e}") from None
 
 
 def has_summary(path: str | Path) -> bool:

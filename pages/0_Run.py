@@ -422,7 +422,7 @@ def live_buttons() -> None:
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def _load_episode(path: str, mtime: float, size: int):
-    return read_episode(path)
+    return read_episode(path, tolerant=True)  # corrupted lines are named, the readable steps still shown
 
 
 @st.cache_data(show_spinner=False, max_entries=2048)
@@ -584,6 +584,11 @@ def recorded_view() -> None:
     except (OSError, ValueError) as e:
         st.error(f"Cannot open {path}: {e}")
         return
+    if ep.problems:
+        first = ep.problems[0]
+        st.error(f"{len(ep.problems)} line(s) of this trace cannot be read, first {first}"
+                 + (f" (also lines {', '.join(str(p.line) for p in ep.problems[1:6])})" if len(ep.problems) > 1 else "")
+                 + f". Showing the {len(ep.steps)} readable steps; the file is left as it is.")
     if ep.truncated_tail:
         line_no, text = ep.truncated_tail
         st.warning(f"The last line ({line_no}) of this trace is half-written (the run crashed or is still being "

@@ -224,6 +224,9 @@ def test_corrupt_and_truncated_traces(monkeypatch, tmp_path):
     at.radio(key="run_source").set_value("Recorded episode").run()
     assert not at.exception, at.exception
     assert "cannot be read" in at.error[0].value and "ep-bad.jsonl:3" in at.error[0].value
+    assert "Showing the 2 readable steps" in at.error[0].value  # steps 1 and 3; line 3 held step 2
+    at.slider(key="run_rec_step").set_value(2).run()
+    assert "observation number 3" in [t.value for t in at.text]
     bad.unlink()
     _write_trace(runs / "ep-cut.jsonl", 2, truncate=True)
     at.run()
