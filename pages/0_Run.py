@@ -177,6 +177,17 @@ def wait_for_step_in_flight() -> None:
             status.update(label="The step in progress has finished.", state="complete")
 
 
+def _drop_agent() -> None:
+    """Close this session's agent (its JVM goes with it); call with the session's lock held."""
+    agent = S.get("run_agent")
+    if agent is not None:
+        try:
+            agent.close()
+        except Exception:  # noqa: BLE001 - the old agent is going away anyway
+            log.exception("closing the previous agent")
+    S["run_agent"] = S["run_header"] = None
+
+
 def do_reset(s: dict[str, Any]) -> None:
     try:
         catalog().check_variation(s["task"], int(s["variation"]), s["split"])
@@ -190,12 +201,7 @@ def do_reset(s: dict[str, Any]) -> None:
         with _lock():
             agent = S.get("run_agent")
             if agent is None or S.get("run_agent_key") != key:
-                if agent is not None:
-                    try:
-                        agent.close()
-                    except Exception:  # noqa: BLE001 - the old agent is going away anyway
-                        log.exception("closing the previous agent")
-                S["run_agent"] = S["run_header"] = None
+                _drop_agent()
                 with st.status("Loading the agent (Swift model, LLM backend)...") as status:
                     factory = S.get("agent_factory") or _product_agent
                     agent = factory(cfg)
@@ -497,13 +503,7 @@ def do_continue() -> None:
         return _fail(f"Cannot {what}: {e}")
     try:
         with _lock():
-            old = S.get("run_agent")
-            if old is not None:
-                try:
-                    old.close()
-                except Exception:  # noqa: BLE001 - the old agent is going away anyway
-                    log.exception("closing the previous agent")
-            S["run_agent"] = S["run_header"] = None
+            _drop_agent()
             with st.status(f"{'Forking' if kind == 'fork' else 'Resuming'} at step {t}: loading the agent, replaying "
                            f"{t} recorded actions in a fresh ScienceWorld and checking each observation...") as status:
                 agent = (S.get("agent_factory") or _product_agent)(cfg)

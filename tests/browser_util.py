@@ -29,6 +29,26 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_for_http(url: str, proc: subprocess.Popen, log_path: Path, timeout_s: float, what: str,
+                  expect: str = "") -> None:
+    """Poll `url` until it answers 200 (and its body contains `expect`); fail with the log's tail if the
+    process exits or the time runs out."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with {proc.returncode}; log:\n{Path(log_path).read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200 and (not expect or expect in r.read().decode(errors="replace")):
+                    return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what} did not answer within {timeout_s:g} s; log:\n"
+                               f"{Path(log_path).read_text()[-3000:]}")
+        time.sleep(0.5)
+
+
 @contextlib.contextmanager
 def served_app(runs_dir: Path, log_path: Path, env: dict[str, str] | None = None,
                start_timeout: float = 90.0) -> Iterator[str]:
@@ -46,20 +66,7 @@ def served_app(runs_dir: Path, log_path: Path, env: dict[str, str] | None = None
                             start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + start_timeout
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"streamlit exited with {proc.returncode}; log:\n{log_path.read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"streamlit did not answer within {start_timeout:g} s; log:\n"
-                                   f"{log_path.read_text()[-3000:]}")
-            time.sleep(0.5)
+        wait_for_http(f"{url}/_stcore/health", proc, log_path, start_timeout, "streamlit")
         yield url
     finally:
         with contextlib.suppress(ProcessLookupError):

@@ -6,8 +6,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -18,7 +16,7 @@ from agent_core.env import catalog
 from agent_core.llm import ScriptedBackend
 from agent_core.trace import read_episode
 from memory_store import MemoryConfig, MemoryStream
-from tests.browser_util import free_port
+from tests.browser_util import free_port, wait_for_http
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
@@ -32,17 +30,7 @@ class ChromaServer:
         self.proc = subprocess.Popen([str(ROOT / ".venv" / "bin" / "chroma"), "run", "--path", str(path), "--host",
                                       "127.0.0.1", "--port", str(self.port)], stdout=self.log,
                                      stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + 60
-        while True:
-            assert self.proc.poll() is None, (path.parent / "chroma.log").read_text()[-2000:]
-            try:
-                with urllib.request.urlopen(f"{self.url}/api/v2/heartbeat", timeout=1) as r:
-                    if r.status == 200:
-                        return
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, "the Chroma server did not start"
-            time.sleep(0.3)
+        wait_for_http(f"{self.url}/api/v2/heartbeat", self.proc, path.parent / "chroma.log", 60, "chroma")
 
     def kill(self) -> None:
         if self.proc.poll() is None:

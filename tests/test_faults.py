@@ -15,21 +15,11 @@ from streamlit.testing.v1 import AppTest
 from agent_core.llm import LLMCancelled
 from agent_core.trace import read_episode
 from tests.llm_server import BadServer, LlamaServer
+from tests.test_llm import _client_connections
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
 STEPS = 8
-
-
-def _client_connections(port: int) -> int:
-    n = 0
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            lines = open(table).read().splitlines()[1:]
-        except OSError:
-            continue
-        n += sum(1 for ln in lines if ln.split()[3] == "01" and int(ln.split()[2].rsplit(":", 1)[1], 16) == port)
-    return n
 
 
 def _run_page(monkeypatch, runs: Path, base_url: str, model: str, timeout: int) -> AppTest:

@@ -117,11 +117,9 @@ def test_app_script_binds_loopback_unless_shared_and_runs_without_a_file_watcher
     import os
     import signal
     import subprocess
-    import time
-    import urllib.request
     from pathlib import Path
 
-    from tests.browser_util import free_port
+    from tests.browser_util import free_port, wait_for_http
 
     root = Path(__file__).resolve().parent.parent
     port = free_port()
@@ -130,17 +128,8 @@ def test_app_script_binds_loopback_unless_shared_and_runs_without_a_file_watcher
     proc = subprocess.Popen(cmd, cwd=root, stdout=open(log, "w"), stderr=subprocess.STDOUT, start_new_session=True,
                             env={**os.environ, "SWIFTSAGE_RUNS_DIR": str(tmp_path / "runs")})
     try:
-        deadline = time.monotonic() + 300  # setup.sh first (seconds when everything is installed)
-        while True:
-            assert proc.poll() is None, log.read_text()[-3000:]
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, log.read_text()[-3000:]
-            time.sleep(1)
+        # setup.sh first (seconds when everything is installed)
+        wait_for_http(f"http://127.0.0.1:{port}/_stcore/health", proc, log, 300, "scripts/app.sh")
         assert _listening(port) == ({"0.0.0.0"} if share else {"127.0.0.1"})
         streamlit = subprocess.run(["pgrep", "-af", f"server.port {port}"], capture_output=True, text=True).stdout
         assert "--server.fileWatcherType none" in streamlit

@@ -10,13 +10,12 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from agent_core.trace import read_episode
-from tests.browser_util import free_port
+from tests.browser_util import free_port, wait_for_http
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
@@ -31,16 +30,7 @@ def vllm_server(tmp_path_factory):
                             cwd=ROOT, stdout=open(log, "w"), stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}/v1"
     try:
-        while True:
-            assert proc.poll() is None, log.read_text()[-4000:]
-            try:
-                with urllib.request.urlopen(f"{url}/models", timeout=2) as r:
-                    if r.status == 200 and "smollm2-135m" in r.read().decode():
-                        break
-            except OSError:
-                pass
-            assert time.monotonic() - t0 < 900, "vLLM did not start within 15 minutes:\n" + log.read_text()[-4000:]
-            time.sleep(2)
+        wait_for_http(f"{url}/models", proc, log, 900, "vLLM", expect="smollm2-135m")  # install included
         print(f"vLLM ready after {time.monotonic() - t0:.0f} s (install and conversion included when first run)")
         yield url
     finally:
