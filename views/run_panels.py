@@ -15,8 +15,9 @@ import streamlit as st
 from agent_core.trace import EpisodeHeader, EpisodeSummary, StepRecord
 from views.charts import score_figure, timeline_figure
 from views.common import (MAPPING_WORDS, QUESTIONS, WHAT, actor_color, actor_label, badge, buffer_sources, chip,
-                          clip, episode_mechanisms, record_at)
+                          clip, episode_mechanisms, esc, record_at)
 from views.memory_panels import render_memory, render_memory_detail
+from views.narration import narrate, narration_track
 from views.srm_panels import render_critic_raw, render_srm, render_srm_detail
 
 LIST_PAGE = 20  # steps shown in the step list before "show all"
@@ -335,11 +336,29 @@ def render_step_list(header: EpisodeHeader, records: list[StepRecord], t: int, *
 
 # ----------------------------------------------------------------------------- the whole step
 
+def render_narration(header: EpisodeHeader, records: list[StepRecord], t: int, recorded: bool) -> None:
+    """The step in one or two plain sentences (views/narration.py: from the record alone, no model), and for a
+    recorded episode the whole text track."""
+    rec = record_at(records, t)
+    if rec is None:
+        st.caption("Narration: nothing has happened yet. Step the agent to hear what it does and why.")
+        return
+    st.markdown(f'<div class="swiftsage-narration" style="border-left: 4px solid {actor_color(rec.system)}; '
+                f'padding: 0.4rem 0.8rem; margin: 0.3rem 0 0.8rem 0; font-size: 1.05rem;">🗣️ '
+                f'{esc(" ".join(narrate(rec, header)))}</div>', unsafe_allow_html=True)
+    if recorded and len(records) > 1:
+        with st.expander("Narration of the whole episode (text track)"):
+            st.caption("One line per step, generated from the step records; read it aloud while the episode plays.")
+            st.markdown("\n".join(f"{'**' if r.step == t else ''}{esc(line)}{'**' if r.step == t else ''}  "
+                                   for r, line in zip(records, narration_track(records, header))))
+
+
 def render_episode(header: EpisodeHeader, records: list[StepRecord], t: int, summary: EpisodeSummary | None, *,
                    recorded: bool, next_hint: str | None = None) -> None:
     """Everything about step t of an episode, from its records only (live and recorded views share it)."""
     cursor = t if recorded else None  # a dotted line marks the replayed step on both charts
     render_header(header, records, t, total=len(records) if recorded else None, next_hint=next_hint)
+    render_narration(header, records, t, recorded=recorded)
     render_alerts(header, records, t, summary)
     render_observation(header, records, t)
     render_srm(header, records, t)

@@ -1,0 +1,179 @@
+"""One or two plain sentences per step, generated deterministically from the step record (no LLM): who acted
+and why, what Gate-1 did, which memory was used and which of its three scores made it win, what the Critic
+diagnosed, and what changed in the score. The Run page shows them above the panels; a recorded episode's
+narration reads as a text track; the exported HTML carries them too. Pure functions, no Streamlit."""
+from __future__ import annotations
+
+from agent_core.srm.gate1 import REASONS
+from agent_core.trace import EpisodeHeader, StepRecord
+
+# why control switched, in a student's words (the trigger's rule with its number is in the panels)
+WHY = {
+    "invalid": "the game would not accept it",
+    "critical": "a wrong 'focus on' ends the task",
+    "stuck": "the last {k} steps earned no points",
+    "unexpected": "the last observation reported a problem",
+    "gate1_drops": "Gate-1 dropped the actions it had",
+}
+MODE_WORDS = {"SAME_OBS": "the same observation kept coming back", "REPEAT_ACTION": "an action was repeated with "
+              "no effect", "REPEAT_VERB": "the same kind of action kept changing nothing", "MOVE_SPAM": "it kept moving "
+              "between rooms without getting anywhere", "INVALID_REPEAT": "actions the game does not accept kept "
+              "coming"}
+SCORE_WORDS = {"recency_n": "recency (it was used or written recently)", "importance_n": "importance",
+               "relevance_n": "relevance (it is most like the situation now)"}
+
+
+def _q(text: str, n: int = 70) -> str:
+    text = " ".join(str(text).split())
+    return f"'{text if len(text) <= n else text[: n - 1] + '…'}'"
+
+
+def _short_reason(code: str) -> str:
+    return REASONS.get(code, code).split(":")[0].split(" (")[0]
+
+
+def _swift_wanted(rec: StepRecord) -> str | None:
+    ev = rec.trigger.evidence if rec.trigger else {}
+    return ev.get("swift_action") or ev.get("swift_top1") or (rec.swift_valid_ranked[0].action
+                                                              if rec.swift_valid_ranked else rec.swift_top1)
+
+
+def actor_sentence(rec: StepRecord, header: EpisodeHeader | None = None) -> str:
+    """Who chose this step's action, and why that system was the one acting."""
+    failed = next((c for c in rec.llm_calls if c.error), None)
+    trig = rec.trigger
+    if rec.menu is not None:
+        m = rec.menu
+        if m.chosen < 0:
+            return (f"The game asked which object {_q(m.request)} meant; the agent cancelled the question rather "
+                    f"than guess ({m.why}).")
+        opt = m.options[m.chosen] if 0 <= m.chosen < len(m.options) else str(m.chosen)
+        who = "Gate-1" if m.chooser == "gate1" else "the agent"
+        return f"The game asked which object {_q(m.request)} meant; {who} answered {m.chosen} ({_q(opt, 50)}): {m.why}."
+    if trig is not None and trig.name in WHY:
+        k = (header.config.get("controller", {}).get("stuck_window", 5)
+             if header is not None and isinstance(header.config, dict) else 5)
+        why = WHY[trig.name].format(k=k)
+        wanted = _swift_wanted(rec)
+        ask = "so Sage was asked to check which object to focus on" if trig.name == "critical" else "so Sage was asked"
+        lead = f"Swift wanted to {_q(wanted)}; {why}, {ask}" if wanted else f"{why.capitalize()}, {ask}"
+        if failed is not None:
+            return f"{lead}, but its model call failed ({failed.error[:90]}), so Swift's {_q(rec.action)} was taken."
+        if rec.system == "sage":
+            picked = "it picked" if any(c.purpose in ("ground", "focus_review") for c in rec.llm_calls) else "it chose"
+            return f"{lead}: {picked} {_q(rec.action)}."
+        if rec.system == "swift":
+            return f"{lead}; Sage gave nothing better, so Swift's {_q(rec.action)} was taken."
+        return f"{lead}; the action was {_q(rec.action)}."
+    if rec.system == "sage":
+        return f"Sage's plan went on: {_q(rec.action)} was the next action in its buffer."
+    if rec.system == "critic":
+        return f"The Critic's suggestion {_q(rec.action)} was taken from the action buffer."
+    if rec.system == "user":
+        return f"You typed {_q(rec.action)}."
+    back = ""
+    if trig is not None and trig.name in ("buffer_empty", "buffer_failed"):
+        back = ("Sage's buffer was empty, so Swift took over again: " if trig.name == "buffer_empty" else
+                "Sage's buffered actions kept failing, so Swift took over again: ")
+    sure = ""
+    if rec.action.startswith("focus on") and rec.swift_valid_ranked:
+        sure = " (a 'focus on' it was sure of, so nobody had to check it)"
+    if back:
+        return f"{back}it chose {_q(rec.action)}{sure}."
+    return f"Swift chose {_q(rec.action)}, its most likely valid action{sure}."
+
+
+def gate1_sentence(rec: StepRecord) -> str | None:
+    drops = [g for g in rec.gate1 if g.decision == "DROP"]
+    repairs = [g for g in rec.gate1 if g.decision == "REPAIR"]
+    parts = []
+    if drops:
+        d = drops[0]
+        more = f" and {len(drops) - 1} more" if len(drops) > 1 else ""
+        parts.append(f"Gate-1 stopped {_q(d.proposed, 50)}{more} before it ran ({_short_reason(d.reason).split(',')[0]})")
+    if repairs:
+        r = repairs[0]
+        parts.append(f"Gate-1 repaired {_q(r.proposed, 40)} into {_q(r.result or '', 40)} ({_short_reason(r.reason)})")
+    return "; ".join(parts) + "." if parts else None
+
+
+def _recorded_action(description: str) -> str:
+    """The ACTION field of an AMM record ('TASK: ... | ACTION: pick up pot | RESULT: ...'), else the text."""
+    for part in description.split(" | "):
+        if part.startswith("ACTION:"):
+            return part[len("ACTION:"):].strip()
+    return description
+
+
+def memory_sentence(rec: StepRecord) -> str | None:
+    """The memory that was used (the first injection) and which of its three scores made it win; else a write."""
+    for x in rec.retrievals:
+        if x.error:
+            return f"A memory lookup ({x.trigger}) failed, so the prompt stayed as it was."
+        if not x.injected_into or not x.injected_ids or x.result is None:
+            continue
+        top = next((c for c in x.result.candidates if c.id == x.injected_ids[0]), None)
+        if top is None:
+            continue
+        w = x.result.weights or {}
+        best = max(SCORE_WORDS, key=lambda k: getattr(top, k) * w.get(k[:-2], 1.0))
+        into = {"swift": "Swift's retry", "sage": "Sage's prompt", "critic": "the Critic's prompt"}.get(
+            x.injected_into, x.injected_into)
+        return (f"Memory ({x.trigger}) gave {into} {len(x.injected_ids)} record(s); the top one, a {top.tag or top.type} "
+                f"about {_q(_recorded_action(top.description), 50)}, won mostly on {SCORE_WORDS[best]}.")
+    written = [w for w in rec.memories_written if w.id and not w.error and not w.duplicate_of]
+    if written:
+        w = written[0]
+        return f"This step was stored as a {w.tag} memory ({w.why.split(';')[0].split(' (')[0]})."
+    return None
+
+
+def srm_sentence(rec: StepRecord) -> str | None:
+    parts = []
+    if rec.stagnation is not None:
+        modes = [next((v for k, v in MODE_WORDS.items() if m.startswith(k)), m) for m in rec.stagnation.modes]
+        parts.append(f"The stagnation detector noticed that {modes[0]}" + (f" (and {len(modes) - 1} more signs)"
+                                                                           if len(modes) > 1 else ""))
+    c = rec.critic
+    if c is not None:
+        if c.status == "called":
+            diag = f" diagnosed {_q(c.diagnosis, 90)} and" if c.diagnosis else ""
+            parts.append(f"The Critic{diag} put {len(c.admitted)} action(s) into the buffer "
+                         f"(call {c.budget_used} of {c.budget})")
+        elif c.status == "failed":
+            parts.append(f"The Critic was called but its model call failed ({(c.error or '')[:80]})")
+        else:
+            parts.append(f"A Critic call was due but skipped: {c.reason or c.status}")
+    return ". ".join(parts) + "." if parts else None
+
+
+def score_sentence(rec: StepRecord) -> str:
+    if rec.score >= 100:
+        return f"Task complete: the score reached {rec.score:g}."
+    if rec.failed or rec.score < 0:
+        return f"The task failed here: the score fell to {rec.score:g}."
+    if rec.reward > 0:
+        return f"It earned {rec.reward:+g} points (now {rec.score:g})."
+    if rec.reward < 0:
+        return f"It lost {-rec.reward:g} points (now {rec.score:g})."
+    if rec.action_valid is False:
+        return f"The game did not accept it; the score stays at {rec.score:g}."
+    return f"No points this step (score {rec.score:g})."
+
+
+def narrate(rec: StepRecord, header: EpisodeHeader | None = None) -> list[str]:
+    """The step in two or three short sentences, readable aloud: who acted and why; the one mechanism that
+    mattered most at this step, if any (the Critic or the stagnation detector, then Gate-1, then memory); the
+    score. The panels below hold the rest."""
+    out = [actor_sentence(rec, header)]
+    extra = srm_sentence(rec) if (rec.critic is not None and rec.critic.status in ("called", "failed")) else None
+    extra = extra or gate1_sentence(rec) or srm_sentence(rec) or memory_sentence(rec)
+    if extra:
+        out.append(extra)
+    out.append(score_sentence(rec))
+    return out
+
+
+def narration_track(records: list[StepRecord], header: EpisodeHeader | None = None) -> list[str]:
+    """The whole episode, one line per step: what a recorded episode reads aloud while it plays."""
+    return [f"Step {r.step}. " + " ".join(narrate(r, header)) for r in records]
