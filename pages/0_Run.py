@@ -431,6 +431,13 @@ def _load_episode(path: str, mtime: float, size: int):
     return read_episode(path, tolerant=True)  # corrupted lines are named, the readable steps still shown
 
 
+@st.cache_data(show_spinner=False, max_entries=4)
+def _episode_html(path: str, mtime: float, size: int) -> str:
+    from views.export import episode_html
+
+    return episode_html(read_episode(path, tolerant=True))
+
+
 @st.cache_data(show_spinner=False, max_entries=2048)
 def _finished(path: str, mtime: float, size: int) -> bool:
     return has_summary(path)
@@ -611,6 +618,11 @@ def recorded_view() -> None:
             st.caption("This episode has no steps yet.")
         st.caption(WHAT["recorded"])
         t = int(S.get("run_rec_step", 0))
+        st.download_button("Download as one HTML file", data=_episode_html(path, stat.st_mtime, stat.st_size),
+                           file_name=f"{Path(path).stem}.html", mime="text/html", key="run_export", width="stretch",
+                           help="The whole episode in a single file that opens offline in any browser, no app "
+                                "needed: step slider, narration, plan, buffer, Gate-1, retrievals with their score "
+                                "bars, the score chart.")
         fork_box(path, ep, t)
     resume_box(path, ep)
     par = ep.header.parent or {}

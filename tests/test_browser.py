@@ -170,3 +170,39 @@ def test_pause_stops_a_slow_sage_call_in_chromium(chromium, tmp_path):
     cancelled = [c for r in ep.steps for c in r.llm_calls if c.error and "cancelled" in c.error]
     assert len(cancelled) == 1 and ep.steps[-1].llm_calls[-1].error == cancelled[0].error
     assert any("falling back to Swift's action" in n for n in ep.steps[-1].notes)
+
+
+def test_exported_episode_opens_offline_and_steps(chromium, tmp_path):
+    """One shipped episode exported to a single HTML file, opened from disk in Chromium with every network
+    request refused: it renders, steps with the keys and the slider, and the narration follows."""
+    from agent_core.trace import list_traces, read_episode
+    from views.export import export_episode
+    from views.narration import narrate
+
+    trace = next(p for p in list_traces(ROOT / "assets" / "episodes") if "-full-" in p.name)
+    ep = read_episode(trace)
+    out = export_episode(trace, tmp_path / "episode.html")
+    requests = []
+    with chromium_page() as page:
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.route("**/*", lambda route: (requests.append(route.request.url), route.abort())
+                   if not route.request.url.startswith("file://") else route.continue_())
+        page.goto(out.as_uri())
+        page.locator("#score .main-svg").first.wait_for(timeout=20_000)
+        assert page.title().startswith(f"{ep.header.task} v{ep.header.variation} · full")
+        assert page.inner_text("#pos") == f"step 0 of {len(ep.steps)}"
+        page.keyboard.press("ArrowRight")
+        page.keyboard.press("ArrowRight")
+        assert page.inner_text("#pos") == f"step 2 of {len(ep.steps)}"
+        assert page.inner_text("#narration") == " ".join(narrate(ep.steps[1], ep.header))
+        assert ep.steps[1].action in page.inner_text("#action")
+        page.locator("#slider").fill(str(len(ep.steps)))  # the slider to the last step
+        assert page.inner_text("#pos") == f"step {len(ep.steps)} of {len(ep.steps)}"
+        assert page.inner_text("#narration") == " ".join(narrate(ep.steps[-1], ep.header))
+        step_with_memory = next(i for i, s in enumerate(ep.steps, 1) if any(x.injected_ids for x in s.retrievals))
+        page.locator("#slider").fill(str(step_with_memory))
+        assert page.locator("#mem .bar").count() >= 1 and "▶" in page.inner_text("#mem")
+        screenshot_full(page, ARTIFACTS / "exported_episode.png")
+        assert not errors, errors
+    assert requests == []  # nothing asked for the network: Plotly and the data are in the file
