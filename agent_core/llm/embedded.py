@@ -134,6 +134,7 @@ class EmbeddedBackend(LLMBackend):
     per call); calls are serialized because a llama context is not thread-safe."""
 
     name = "embedded"
+    queue_timeout = 900.0  # the longest wait for other sessions' calls before this one starts (seconds)
 
     def __init__(self, model: str = DEFAULT_MODEL, n_ctx: int | None = None, n_threads: int = 2,
                  timeout: float = 300.0, seed: int = 0):
@@ -169,13 +170,14 @@ class EmbeddedBackend(LLMBackend):
         n_chunks = 0
         finish = ""
         # another session's call may hold the model: waiting for it is not this call's time (the clock starts
-        # once the model is ours), but a wait longer than the timeout itself is reported as such
+        # once the model is ours); the wait has its own, longer bound, and a cancel (Pause) ends it
         waited = time.perf_counter()
         while not _LOCK.acquire(timeout=0.2):
             if cancel is not None and cancel.is_set():
                 raise LLMCancelled(self.name, "cancelled while waiting for another call to finish")
-            if time.perf_counter() - waited > limit:
-                raise LLMTimeoutError(self.name, f"{self.model} was busy with another call for more than {limit:g} s")
+            if time.perf_counter() - waited > self.queue_timeout:
+                raise LLMTimeoutError(self.name, f"{self.model} was busy with other calls for more than "
+                                                 f"{self.queue_timeout:g} s")
         t0 = time.perf_counter()
         try:
             try:
