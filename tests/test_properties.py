@@ -147,8 +147,10 @@ def test_trace_reader_reads_or_names_the_file_and_line(trace_lines, tmp_path_fac
     assert ep.header is not None and isinstance(ep.steps, list)
 
 
-json_values = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False),
-                                     st.text(max_size=12)),
+# no subnormal floats: a library loaded earlier in the suite's process (llama.cpp, torch) turns on flush-to-zero,
+# and Hypothesis refuses to generate them then
+json_values = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(),
+                                     st.floats(allow_nan=False, allow_subnormal=False), st.text(max_size=12)),
                            lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner,
                                                                                       max_size=3), max_leaves=12)
 sections = st.sampled_from(["env", "swift", "sage", "controller", "llm", "amm", "srm", "memory", "eval", "nope"])
