@@ -179,7 +179,8 @@ def test_exported_episode_opens_offline_and_steps(chromium, tmp_path):
     from views.export import export_episode
     from views.narration import narrate
 
-    trace = next(p for p in list_traces(ROOT / "assets" / "episodes") if "-full-" in p.name)
+    trace = next(p for p in list_traces(ROOT / "assets" / "episodes")
+                 if read_episode(p).header.config["preset"] == "full")
     ep = read_episode(trace)
     out = export_episode(trace, tmp_path / "episode.html")
     requests = []

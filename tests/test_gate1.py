@@ -158,7 +158,7 @@ def test_no_shipped_trace_changes_a_command():
         for s in read_episode(p).steps:
             pairs += [(m.raw, m.mapped) for m in s.mappings if m.mapped]
             pairs += [(g.proposed, g.result) for g in s.gate1 if g.decision == "REPAIR"]
-    assert len(pairs) > 20
+    assert len(pairs) >= 10  # the Sage and Critic steps of the shipped examples
     assert [(r, m) for r, m in pairs if changes_command(r, m)] == []
     assert changes_command("pick up axe", "use axe on axe") and changes_command("focus on a", "focus on b")
     assert not changes_command("Action 1: go to kitchen --> ok", "teleport to kitchen")
