@@ -37,11 +37,12 @@ def _results(path: str, stamp: float):
 dirs = sources.evaluation_dirs()
 wanted = st.query_params.get("eval")
 if wanted:
-    w = (sources.evals_dir() / wanted) if not Path(wanted).is_absolute() else Path(wanted)
-    if w.resolve() in [d.resolve() for d in dirs]:
-        S["eval_dir"] = str(w.resolve())
+    match = [d for d in dirs if d.name == wanted or str(d.resolve()) == str(Path(wanted).resolve())]
+    if match:
+        S["eval_dir"] = str(match[0].resolve())
     else:
-        st.error(f"`{wanted}` is not an evaluation under {sources.evals_dir()}; choose one below.")
+        st.error(f"`{wanted}` is not an evaluation under {sources.evals_dir()} or {sources.shipped_evals_dir()}; "
+                 f"choose one below.")
 if not dirs:
     st.info(f"No evaluations yet under `{sources.evals_dir()}`. Run one, for example:\n\n"
             f"```\n.venv/bin/python -m agent_core.evaluate --out {sources.evals_dir()}/quick --tasks 0 13 "
@@ -53,7 +54,8 @@ if S.get("eval_dir") not in names:
 with st.sidebar:
     st.header("Evaluation")
     path = st.selectbox("Evaluation directory", names, key="eval_dir", format_func=lambda p: Path(p).name,
-                        help=f"Evaluations under {sources.evals_dir()} (SWIFTSAGE_EVALS_DIR), newest first.")
+                        help=f"Evaluations under {sources.evals_dir()} (SWIFTSAGE_EVALS_DIR), newest first, then the "
+                             f"ones shipped in assets/evaluations.")
     st.button("Reload", key="eval_reload", help="Read the traces again (an evaluation may still be running).",
               on_click=_results.clear)
 st.query_params["eval"] = Path(path).name

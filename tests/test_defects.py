@@ -103,9 +103,10 @@ class _Crashing(LLMBackend):
 
 
 @pytest.mark.parametrize("name", ["baseline", "srm"])
-def test_a_runtime_error_in_the_backend_falls_back_instead_of_failing_the_step(name, sw_env, tmp_path):
+def test_a_runtime_error_in_the_backend_falls_back_instead_of_failing_the_step(name, tmp_path):
     cfg = apply_overrides(preset(name), {"env.step_limit": 7})
-    agent = Agent(cfg, ScriptedSwift(lambda _s, _v: "fly to the moon"), _Crashing(), env=sw_env, runs_dir=tmp_path)
+    # its own JVM: the session's shared one would keep this agent's step limit
+    agent = Agent(cfg, ScriptedSwift(lambda _s, _v: "fly to the moon"), _Crashing(), runs_dir=tmp_path)
     agent.start("boil", catalog().get("boil").test[0], split="test")
     records = [agent.step() for _ in range(7)]  # the old code raised out of step() at the first Sage call
     calls = [c for r in records for c in r.llm_calls]

@@ -33,6 +33,7 @@ def _trace(evals: Path, preset_name: str, task: str = "boil") -> Path:
 
 def _app(page: str, monkeypatch, evals: Path, runs: Path, query: dict | None = None, state: dict | None = None):
     monkeypatch.setenv("SWIFTSAGE_EVALS_DIR", str(evals))
+    monkeypatch.setenv("SWIFTSAGE_SHIPPED_EVALS_DIR", str(runs / "no-shipped-evaluations"))
     monkeypatch.setenv("SWIFTSAGE_RUNS_DIR", str(runs))
     at = AppTest.from_file(str(ROOT / "pages" / page), default_timeout=TIMEOUT)
     for k, v in (query or {}).items():
@@ -108,7 +109,7 @@ def test_compare_page_refuses_a_link_outside_the_trace_folders(evals, monkeypatc
     assert str(outside) not in at.selectbox(key="cmp_a").options
 
 
-def test_run_page_opens_an_evaluation_trace_from_a_link_and_forks_it(evals, monkeypatch, tmp_path, sw_env):
+def test_run_page_opens_an_evaluation_trace_from_a_link_and_forks_it(evals, monkeypatch, tmp_path):
     parent = _trace(evals, "baseline")
     made = []
 

@@ -28,11 +28,13 @@ def _hostile_llm(fail: bool = False):
 
 
 @pytest.mark.parametrize("name, fail", [("baseline", False), ("baseline", True), ("full", False), ("full", True)])
-def test_instruction_like_text_never_reaches_the_jvm(name, fail, sw_env, tmp_path, monkeypatch):
+def test_instruction_like_text_never_reaches_the_jvm(name, fail, tmp_path, monkeypatch):
     cfg = apply_overrides(preset(name), {"env.step_limit": 12, "amm.reflection": "off",
                                          "amm.store_dir": str(tmp_path / "store")})
     swift = ScriptedSwift(lambda _state, _valid: HOSTILE, on_memory=lambda _s, _v, memory: memory or HOSTILE)
-    agent = Agent(cfg, swift, _hostile_llm(fail), env=sw_env, runs_dir=tmp_path / "runs")
+    # its own JVM: the session's shared one would keep this agent's step limit
+    agent = Agent(cfg, swift, _hostile_llm(fail), runs_dir=tmp_path / "runs")
+    sw_env = agent.env
     sent: list[tuple[str, bool]] = []
     real_step = sw_env.step
 

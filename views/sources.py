@@ -24,8 +24,14 @@ def evals_dir() -> Path:
     return Path(os.environ.get("SWIFTSAGE_EVALS_DIR") or ROOT / "evals")
 
 
+def shipped_evals_dir() -> Path:
+    """Evaluations that ship with the app (assets/evaluations): the Evaluate page has something to show on a
+    fresh install (SWIFTSAGE_SHIPPED_EVALS_DIR moves it)."""
+    return Path(os.environ.get("SWIFTSAGE_SHIPPED_EVALS_DIR") or ROOT / "assets" / "evaluations")
+
+
 def trace_roots() -> list[Path]:
-    return [runs_dir(), examples_dir(), evals_dir()]
+    return [runs_dir(), examples_dir(), evals_dir(), shipped_evals_dir()]
 
 
 def _inside(path: Path, root: Path) -> bool:
@@ -58,12 +64,15 @@ def link_path(path: str | Path) -> str:
 
 
 def evaluation_dirs() -> list[Path]:
-    """Evaluation directories (holding evaluation.json) under the evaluations folder, newest first."""
-    root = evals_dir()
-    if not root.is_dir():
-        return []
-    found = [p.parent for p in root.glob("*/evaluation.json")] + [p.parent for p in root.glob("evaluation.json")]
-    return sorted(set(found), key=lambda p: (p / "evaluation.json").stat().st_mtime, reverse=True)
+    """Evaluation directories (holding evaluation.json) under the evaluations folder, newest first, then the
+    shipped ones."""
+    out: list[Path] = []
+    for root in (evals_dir(), shipped_evals_dir()):
+        if not root.is_dir():
+            continue
+        found = [p.parent for p in root.glob("*/evaluation.json")] + [p.parent for p in root.glob("evaluation.json")]
+        out += sorted(set(found) - set(out), key=lambda p: (p / "evaluation.json").stat().st_mtime, reverse=True)
+    return out
 
 
 _RUN_ID = re.compile(r"^(\d{4})(\d{2})(\d{2})-(\d{2})(\d{2})(\d{2})-(.+)-v(\d+)-(.+)-[0-9a-f]{6}$")
@@ -76,8 +85,9 @@ def trace_label(p: str | Path) -> str:
     path = Path(p)
     if _inside(path, examples_dir()):
         where = "examples"
-    elif _inside(path, evals_dir()):
-        parts = path.resolve().relative_to(evals_dir().resolve()).parts
+    elif _inside(path, evals_dir()) or _inside(path, shipped_evals_dir()):
+        root = evals_dir() if _inside(path, evals_dir()) else shipped_evals_dir()
+        parts = path.resolve().relative_to(root.resolve()).parts
         where = f"evaluation {parts[0]}" if len(parts) > 3 else "evaluation"
     else:
         where = "runs"
