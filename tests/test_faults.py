@@ -89,14 +89,13 @@ def test_slow_server_times_out_and_the_run_goes_on(monkeypatch, tmp_path):
     srv = BadServer()
     srv.mode, srv.delay = "slow", 30.0
     try:
-        t0 = time.perf_counter()
         at = _run_page(monkeypatch, tmp_path / "runs", srv.base_url, "bad", 5)
-        took = time.perf_counter() - t0
     finally:
         srv.stop()
     ep = _check_fallback(at, tmp_path / "runs", "within 5 s")
-    calls = [c for r in ep.steps for c in r.llm_calls]
-    assert took < 30 * len(calls)  # never waited for the slow answers
+    for r in ep.steps:  # a step never waited for the slow answer (5 s per attempt, 3 attempts, not 30 s)
+        if r.llm_calls:
+            assert r.timings.get("sage", 0.0) < srv.delay, r.timings
 
 
 def test_garbage_answers_are_recorded_and_swift_acts(monkeypatch, tmp_path):
