@@ -136,3 +136,18 @@ def test_run_page_opens_an_evaluation_trace_from_a_link_and_forks_it(evals, monk
     assert not at.exception and len(agent.records) == 4 and not agent.records[-1].replayed
     assert agent.records[-1].gate1  # the fork's own preset (srm) acts from step 4
     agent.close()
+
+
+def test_evaluate_page_opens_the_shipped_cpu_evaluation_on_a_fresh_install(monkeypatch, tmp_path):
+    """No evaluation of one's own yet: the page shows the one shipped in assets/evaluations (issue 13's CPU run)."""
+    monkeypatch.setenv("SWIFTSAGE_EVALS_DIR", str(tmp_path / "none"))
+    monkeypatch.setenv("SWIFTSAGE_RUNS_DIR", str(tmp_path / "runs"))
+    monkeypatch.delenv("SWIFTSAGE_SHIPPED_EVALS_DIR", raising=False)
+    at = AppTest.from_file(str(ROOT / "pages" / "4_Evaluate.py"), default_timeout=TIMEOUT)
+    at.run()
+    assert not at.exception, at.exception
+    shipped = json.loads((ROOT / "assets" / "evaluations" / "cpu-10x1x30" / "results.json").read_text())
+    table1 = at.dataframe[0].value
+    assert list(table1["config"]) == ["Baseline", "+AMM", "+SRM", "Full"] and list(table1["episodes"]) == [10] * 4
+    assert table1["Final"][0] == pytest.approx(shipped["presets"]["baseline"]["final"], abs=0.01)
+    assert "40 of 40 episodes finished" in _text(at)
