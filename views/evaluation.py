@@ -61,8 +61,9 @@ def _bars(res: dict[str, Any], xs: list[str], value, title: str, ytitle: str, he
     order = res["preset_order"]
     for p in order:
         fig.add_bar(name=label(p), x=xs, y=[value(p, x) for x in xs], marker_color=preset_color(p, order))
-    fig.update_layout(barmode="group", title=title, height=height, margin={"l": 10, "r": 10, "t": 40, "b": 10},
-                      legend={"orientation": "h", "y": 1.12}, yaxis={"title": ytitle})
+    fig.update_layout(barmode="group", title=title, height=height, margin={"l": 10, "r": 10, "t": 60, "b": 10},
+                      legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 1.0, "xanchor": "right"},
+                      yaxis={"title": ytitle})
     return fig
 
 
