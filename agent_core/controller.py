@@ -402,6 +402,7 @@ class Agent:
         except ReplayError as e:
             self.finish("error", error=str(e))
             raise
+        self.state.critic_calls, self.state.last_critic_step = 0, None  # the fork's own Critic budget
         header.parent["replay_s"] = round(replay_s, 3)  # in memory only: the header is already written
         return header
 
