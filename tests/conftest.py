@@ -46,3 +46,29 @@ def small_evaluation(tmp_path_factory) -> Path:
     r = run_evaluation(out)
     assert r.returncode == 0, r.stdout + r.stderr
     return out
+
+
+def _retry_on_interpreter_compile_bug() -> None:
+    """CPython 3.11.7 (this machine's Python) sometimes fails `ast.parse` with "SystemError: AST constructor
+    recursion depth mismatch" (python/cpython#106905, fixed in 3.11.8) when Streamlit compiles a page: AppTest then
+    returns an empty page and no exception. Every page of this app draws at least its title, so an empty result
+    is that bug: run the script again (at most twice) instead of failing a test on the interpreter's account."""
+    import logging
+
+    from streamlit.testing.v1 import AppTest
+
+    original = AppTest.run
+
+    def run(self, *, timeout=None):
+        out = original(self, timeout=timeout)
+        for _ in range(2):
+            if self.exception or len(self.main.children) or len(self.sidebar.children):
+                break
+            logging.getLogger("tests").warning("empty page (CPython ast.parse bug): running the script again")
+            out = original(self, timeout=timeout)
+        return out
+
+    AppTest.run = run
+
+
+_retry_on_interpreter_compile_bug()
