@@ -4,6 +4,7 @@ diagnosed, and what changed in the score. The Run page shows them above the pane
 narration reads as a text track; the exported HTML carries them too. Pure functions, no Streamlit."""
 from __future__ import annotations
 
+from agent_core.config import ControllerConfig
 from agent_core.srm.gate1 import REASONS
 from agent_core.trace import EpisodeHeader, StepRecord
 
@@ -51,8 +52,9 @@ def actor_sentence(rec: StepRecord, header: EpisodeHeader | None = None) -> str:
         who = "Gate-1" if m.chooser == "gate1" else "the agent"
         return f"The game asked which object {_q(m.request)} meant; {who} answered {m.chosen} ({_q(opt, 50)}): {m.why}."
     if trig is not None and trig.name in WHY:
-        k = (header.config.get("controller", {}).get("stuck_window", 5)
-             if header is not None and isinstance(header.config, dict) else 5)
+        k = ControllerConfig().stuck_window  # the recorded run's own window when its header has one
+        if header is not None and isinstance(header.config, dict):
+            k = header.config.get("controller", {}).get("stuck_window", k)
         why = WHY[trig.name].format(k=k)
         wanted = _swift_wanted(rec)
         ask = "so Sage was asked to check which object to focus on" if trig.name == "critical" else "so Sage was asked"

@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..config import PRESETS
+from ..config import PRESETS, EnvConfig, EvalConfig
 from ..run import add_model_args, model_overrides
 from .spec import DEFAULT_PRESETS, EvalError, EvalSpec, prepare_dir, trace_path
 
@@ -29,9 +29,11 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--presets", nargs="+", default=list(DEFAULT_PRESETS), metavar="PRESET",
                     help=f"presets to evaluate (default: {' '.join(DEFAULT_PRESETS)}; all: {', '.join(PRESETS)})")
     ap.add_argument("--tasks", nargs="+", default=[], metavar="TASK", help="task names, indices or ids (default: all 30)")
-    ap.add_argument("--variations", default="10",
-                    help="N: the first N test variations of each task (default 10); or a comma list, e.g. 0,3")
-    ap.add_argument("--split", default="test", choices=["train", "dev", "test"], help="default test (as the paper)")
+    ap.add_argument("--variations", default=str(EvalConfig().variations_per_task),
+                    help="N: the first N test variations of each task (default: eval.variations_per_task, 10); "
+                         "or a comma list, e.g. 0,3")
+    ap.add_argument("--split", default=EvalConfig().split, choices=["train", "dev", "test"],
+                    help="default: eval.split, test (as the paper)")
     add_model_args(ap)
     ap.add_argument("--config", default=None, help="JSON or TOML config file applied to every preset")
     ap.add_argument("--workers", type=int, default=1, help="episodes played at once (one JVM each)")
@@ -58,7 +60,7 @@ def spec_from_args(args: argparse.Namespace) -> EvalSpec:
         raise EvalError(f"--variations {v!r}: give a count (10) or a comma list of variations (0,3)") from None
     overrides = [o for o in model_overrides(args) if not o.startswith("env.step_limit=")]
     return EvalSpec(presets=list(args.presets), tasks=[str(t) for t in args.tasks], variations=variations,
-                    variation_list=variation_list, split=args.split, step_limit=args.max_steps or 100,
+                    variation_list=variation_list, split=args.split, step_limit=args.max_steps or EnvConfig().step_limit,
                     overrides=overrides, config_file=args.config, fresh_jvm=not args.reuse_jvm)
 
 

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config import PRESETS, Config, load_config, redact_overrides
+from ..config import PRESETS, Config, EnvConfig, EvalConfig, load_config, redact_overrides
 from ..env import catalog
 
 SPEC_FILE = "evaluation.json"
@@ -49,10 +49,11 @@ class EvalSpec:
 
     presets: list[str] = field(default_factory=lambda: list(DEFAULT_PRESETS))
     tasks: list[str] = field(default_factory=list)  # names; empty = all 30
-    variations: int = 10  # the first N test variations of each task (fewer where a task has fewer)
+    # the first N test variations of each task (fewer where a task has fewer): SPEC's 10, from EvalConfig
+    variations: int = field(default_factory=lambda: EvalConfig().variations_per_task)
     variation_list: list[int] = field(default_factory=list)  # explicit test variations instead of the first N
-    split: str = "test"
-    step_limit: int = 100
+    split: str = field(default_factory=lambda: EvalConfig().split)
+    step_limit: int = field(default_factory=lambda: EnvConfig().step_limit)
     overrides: list[str] = field(default_factory=list)  # section.field=value, applied to every preset
     config_file: str | None = None
     fresh_jvm: bool = True  # a new JVM per episode: an episode never depends on what the JVM played before
