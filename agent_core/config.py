@@ -66,6 +66,9 @@ class SwiftConfig:
     # Swift alone (no Sage): set an unsure focus aside for the best non-focus action. Off by default: on the
     # 90 test episodes it turned 3-4 endings at -100 into small scores but lowered Final (docs/BENCHMARKS.md).
     defer_unsure_focus: bool = False
+    # Swift never focuses on an object the task does not name (boil *tin*: not the pot of water), where the
+    # task's train gold paths show that it names them (agent_core/task_focus.py)
+    task_focus_check: bool = True
 
 
 @dataclass

@@ -21,6 +21,7 @@ from .amm import EpisodicMemory, StepFacts
 from .config import Config
 from .env import Observation, ScienceWorld
 from .gold import focus_limit, worked_examples
+from .task_focus import unnamed_focus_actions
 from .llm import LLMBackend
 from .sage import Sage, SageContext, map_action
 from .srm.critic import Critic, CriticContext, limit_moves
@@ -38,7 +39,8 @@ RUNS_DIR = ROOT / "runs"
 
 def mechanisms(cfg: Config) -> list[str]:
     """What actually runs under a config: the episode header lists it and the app shows only these panels."""
-    out = ["swift"] + (["sage"] if cfg.controller.sage_enabled else [])
+    out = ["swift"] + (["task_focus"] if cfg.swift.task_focus_check else []) + \
+        (["sage"] if cfg.controller.sage_enabled else [])
     if cfg.amm.enabled:
         out += ["amm"] + (["amm_swift_injection"] if cfg.amm.swift_injection else [])
     if cfg.srm.enabled:
@@ -64,8 +66,9 @@ class ModelSwift:
     applied by the controller when SRM is on; `loop_guard=True` here is for the Swift-only benchmark."""
 
     def __init__(self, model, k: int = 10, n: int = 5, loop_guard: bool = False, loop_guard_streak: int = STREAK,
-                 focus_margin: float = 0.0, defer_unsure_focus: bool = False):
+                 focus_margin: float = 0.0, defer_unsure_focus: bool = False, task_focus_check: bool = True):
         self.model, self.k, self.n, self.loop_guard = model, k, n, loop_guard
+        self.task_focus_check = task_focus_check
         self.loop_guard_streak = loop_guard_streak
         self.name = model.name
         # Swift alone (no Sage to review a key decision): a focus below the margin is set aside
@@ -75,7 +78,14 @@ class ModelSwift:
         # AMM's T1 retry: the trained input stays intact and a short memory field follows it (the input is cut
         # in the middle of the history when too long, so the field at the end survives)
         text = swift_input(state, self.k) + memory
+        unnamed = unnamed_focus_actions(state.task, state.task_description, valid_actions,
+                                        state.look + "\n" + state.inventory) if self.task_focus_check else []
+        if unnamed:
+            drop = {action_key(v) for v in unnamed}
+            valid_actions = [v for v in valid_actions if action_key(v) not in drop]
         prop = self.model.propose(text, valid_actions, self.n)
+        if unnamed and is_focus(prop.top1):
+            prop.focus_unnamed = list(unnamed)
         if self.defer_unsure_focus and prop.focus_margin is not None and prop.focus_margin < self.focus_margin:
             prop = defer_focus(prop, self.model, text, valid_actions, self.n, self.focus_margin)
         return apply_loop_guard(prop, state.history, self.loop_guard_streak) if self.loop_guard else prop
@@ -143,7 +153,8 @@ def load_swift(cfg: Config) -> SwiftPolicy:
                        max_input_tokens=sc.max_input_tokens, max_output_tokens=sc.max_output_tokens,
                        quantize=sc.quantize, unconstrained_beams=sc.unconstrained_beams)
     return ModelSwift(model, sc.history_k, sc.num_candidates, focus_margin=sc.focus_margin,
-                      defer_unsure_focus=sc.defer_unsure_focus and not cfg.controller.sage_enabled)
+                      defer_unsure_focus=sc.defer_unsure_focus and not cfg.controller.sage_enabled,
+                      task_focus_check=sc.task_focus_check)
 
 
 @dataclass
@@ -297,7 +308,8 @@ class Agent:
         self.last = obs
         self.records, self.summary, self._resumed = [], None, []
         self.state = AgentState(swift_state=SwiftState(task_description=obs.task_description, score=obs.score,
-                                                       look=obs.look, inventory=obs.inventory, start_room=obs.room))
+                                                       look=obs.look, inventory=obs.inventory, start_room=obs.room,
+                                                       task=info.name))
         self._examples = worked_examples(info.name, self.env.variation, self.cfg.sage.worked_examples)
         self._focus_limit = focus_limit(info.name)
 
@@ -507,7 +519,9 @@ class Agent:
         focus: list[str] = []
         if trigger is not None and trigger.name == "critical" and prop is not None:
             # Sage reviews the focus by comparing the targets in view, most likely first, not from scratch
-            focus = [a for a, _p in prop.focus] or [a for a in valid if is_focus(a) and not never_a_focus_target(a)]
+            unnamed = {action_key(a) for a in prop.focus_unnamed}
+            focus = [a for a, _p in prop.focus] or [a for a in valid if is_focus(a) and not never_a_focus_target(a)
+                                                     and action_key(a) not in unnamed]
         ranked = [a for a, _s in prop.valid_ranked] if prop is not None else []
         if valid and hasattr(self.swift, "rank") and self.cfg.sage.grounding == "numbered":
             ranked = self.swift.rank(ss, valid, self.cfg.sage.swift_choices)
@@ -898,6 +912,7 @@ class Agent:
             if prop else [],
             swift_top1=prop.top1 if prop else None,
             swift_valid_ranked=[SwiftCandidate(a, round(s, 4), True) for a, s in prop.valid_ranked] if prop else [],
+            swift_focus_unnamed=list(prop.focus_unnamed) if prop else [],
             plan=dict(st.plan) if st.plan else plan_before, buffer_before=w.buffer_before,
             buffer_after=[b.text for b in st.buffer], buffer_after_sources=[b.source for b in st.buffer],
             mappings=w.mappings, gate1=w.gate1, menu=w.menu, critic=w.critic, llm_calls=w.llm_calls,

@@ -5,36 +5,55 @@ from __future__ import annotations
 
 import gzip
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
-from .actions import is_focus
+from .actions import argument_of, canonical, is_focus
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLD_PACK = ROOT / "assets" / "swift" / "gold_trajectories.jsonl.gz"
 
-_TRAIN: dict[str, list[tuple[int, str, list[str]]]] = {}  # task -> [(variation, description, actions)]
 
 
-def _load() -> dict[str, list[tuple[int, str, list[str]]]]:
+@dataclass(frozen=True)
+class GoldRun:
+    variation: int
+    description: str
+    actions: list[str]
+    # each `focus on` of the path: (its object, the room and inventory text just before it)
+    focus: list[tuple[str, str]]
+
+
+_TRAIN: dict[str, list[GoldRun]] = {}  # task -> its train gold paths
+
+
+def train_gold() -> dict[str, list[GoldRun]]:
     if not _TRAIN and GOLD_PACK.exists():
         with gzip.open(GOLD_PACK, "rt", encoding="utf-8") as fh:
             for line in fh:
                 t = json.loads(line)
-                if t["split"] == "train":
-                    _TRAIN.setdefault(t["task"], []).append(
-                        (t["variation"], t["task_description"], [s["action"] for s in t["steps"]]))
+                if t["split"] != "train":
+                    continue
+                context, focus = t["start_look"] + "\n" + t["start_inventory"], []
+                for s in t["steps"]:
+                    if is_focus(s["action"]):
+                        focus.append((argument_of(canonical(s["action"])), context))
+                    context = s["look"] + "\n" + s.get("inventory", "")
+                _TRAIN.setdefault(t["task"], []).append(GoldRun(
+                    int(t["variation"]), t["task_description"], [s["action"] for s in t["steps"]], focus))
     return _TRAIN
 
 
 def worked_examples(task: str, exclude_variation: int | None = None, n: int = 1) -> list[tuple[str, list[str]]]:
     """Train gold trajectories of the same task (shortest first), for Sage's grounding prompt."""
-    rows = sorted((r for r in _load().get(task, []) if r[0] != exclude_variation), key=lambda r: len(r[2]))
-    return [(d, a) for _v, d, a in rows[:n]]
+    rows = sorted((r for r in train_gold().get(task, []) if r.variation != exclude_variation),
+                  key=lambda r: len(r.actions))
+    return [(r.description, r.actions) for r in rows[:n]]
 
 
 def focus_limit(task: str) -> int | None:
     """The most `focus on` actions any train gold path of the task takes (None when the task has no gold)."""
-    rows = _load().get(task)
+    rows = train_gold().get(task)
     if not rows:
         return None
-    return max(sum(is_focus(a) for a in actions) for _v, _d, actions in rows)
+    return max(len(r.focus) for r in rows)

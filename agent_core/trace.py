@@ -217,6 +217,9 @@ class StepRecord:
     swift_candidates: list[SwiftCandidate] = field(default_factory=list)
     swift_top1: str | None = None  # unconstrained top-1, needed by the invalid trigger and Gate-1
     swift_valid_ranked: list[SwiftCandidate] = field(default_factory=list)  # beam constrained to valid actions
+    # Swift's guess was a `focus on`; these focus targets in view were kept out of its choice because the task
+    # does not name them (agent_core.task_focus)
+    swift_focus_unnamed: list[str] = field(default_factory=list)
     plan: dict[str, str] = field(default_factory=dict)  # Q1..Q5
     buffer_before: list[str] = field(default_factory=list)
     buffer_after: list[str] = field(default_factory=list)

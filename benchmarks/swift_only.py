@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def run_episode(env: ScienceWorld, swift, task: str, variation: int) -> dict:
     obs = env.reset(task, variation, split="test")
-    state = SwiftState(task_description=obs.task_description, score=obs.score, look=obs.look,
+    state = SwiftState(task=task, task_description=obs.task_description, score=obs.score, look=obs.look,
                        inventory=obs.inventory, start_room=obs.room)
     lat: list[float] = []
     actions: list[str] = []
@@ -45,8 +45,9 @@ def run_episode(env: ScienceWorld, swift, task: str, variation: int) -> dict:
         guarded += bool(prop.guard)
         obs = env.step(prop.action)
         actions.append(prop.action)
-        if prop.focus:
+        if prop.focus or prop.focus_unnamed:
             focus.append({"step": len(actions), "margin": prop.focus_margin, "top": [(a, round(p, 4)) for a, p in prop.focus[:3]],
+                          "top1": prop.top1, "unnamed": prop.focus_unnamed[:8],
                           "deferred": prop.deferred, "taken": prop.action, "reward": obs.reward, "score": obs.score,
                           "ended": obs.done})
         # the agent's own history builder (no-op steps left out), as in training
@@ -66,7 +67,7 @@ def worker(jobs: list[tuple[str, int]], args, out_q) -> None:
     model = SwiftModel(args.model, threads=1, quantize=args.quantize, unconstrained_beams=args.unconstrained_beams)
     swift = ModelSwift(model, args.k, args.n, loop_guard=not args.no_loop_guard,
                        loop_guard_streak=SRMConfig().loop_guard_streak, focus_margin=args.focus_margin,
-                       defer_unsure_focus=args.focus_margin > 0)
+                       defer_unsure_focus=args.focus_margin > 0, task_focus_check=not args.no_task_focus_check)
     env = ScienceWorld()
     env.cfg.step_limit = args.step_limit
     try:
@@ -88,6 +89,8 @@ def main() -> None:
     ap.add_argument("--focus-margin", type=float, default=sc.focus_margin if sc.defer_unsure_focus else 0.0,
                     help="set a focus aside when p(best target) - p(second) is below this (0: never, the default "
                          "as swift.defer_unsure_focus is off)")
+    ap.add_argument("--no-task-focus-check", action="store_true",
+                    help="let Swift focus on objects the task does not name (agent_core/task_focus.py)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "swift_only.json"))
     args = ap.parse_args()
     tasks, jobs = episode_jobs(args)

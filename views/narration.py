@@ -4,6 +4,7 @@ diagnosed, and what changed in the score. The Run page shows them above the pane
 narration reads as a text track; the exported HTML carries them too. Pure functions, no Streamlit."""
 from __future__ import annotations
 
+from agent_core.actions import action_key
 from agent_core.config import ControllerConfig
 from agent_core.srm.gate1 import REASONS
 from agent_core.trace import EpisodeHeader, StepRecord
@@ -163,13 +164,26 @@ def score_sentence(rec: StepRecord) -> str:
     return f"No points this step (score {rec.score:g})."
 
 
+def task_focus_sentence(rec: StepRecord) -> str | None:
+    """Swift's guess was a focus; the objects the task does not name were kept out of its choice."""
+    if not rec.swift_focus_unnamed:
+        return None
+    guess = rec.swift_top1 or ""
+    keys = {action_key(a) for a in rec.swift_focus_unnamed}
+    if guess and action_key(guess) in keys:
+        return (f"Swift's first guess was to {_q(guess, 50)}, but the task does not name that object, so it "
+                f"was not an option (a wrong focus ends the task).")
+    return (f"Swift considered a 'focus on'; {len(keys)} object(s) in view that the task does not name were "
+            f"not options.")
+
+
 def narrate(rec: StepRecord, header: EpisodeHeader | None = None) -> list[str]:
     """The step in two or three short sentences, readable aloud: who acted and why; the one mechanism that
     mattered most at this step, if any (the Critic or the stagnation detector, then Gate-1, then memory); the
     score. The panels below hold the rest."""
     out = [actor_sentence(rec, header)]
     extra = srm_sentence(rec) if (rec.critic is not None and rec.critic.status in ("called", "failed")) else None
-    extra = extra or gate1_sentence(rec) or srm_sentence(rec) or memory_sentence(rec)
+    extra = extra or gate1_sentence(rec) or srm_sentence(rec) or task_focus_sentence(rec) or memory_sentence(rec)
     if extra:
         out.append(extra)
     out.append(score_sentence(rec))

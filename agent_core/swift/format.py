@@ -62,6 +62,7 @@ class SwiftState:
     inventory: str  # I_{t-1}
     history: list[HistoryStep] = field(default_factory=list)  # all steps so far, oldest first
     start_room: str = ""  # room name at t=0 (the first visited room)
+    task: str = ""  # the task's name (not part of the model's input): what agent_core.task_focus checks against
 
     @property
     def time(self) -> int:

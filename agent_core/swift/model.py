@@ -50,6 +50,9 @@ class SwiftProposal:
     focus: list[tuple[str, float]] = field(default_factory=list)
     focus_margin: float | None = None
     deferred: str = ""  # why the policy set the focus aside (low margin, Swift-only mode) and took `action` instead
+    # focus targets in view that the task does not name (agent_core.task_focus), kept out of Swift's choice;
+    # filled only when Swift's unconstrained guess was a `focus on` (the steps where the check mattered)
+    focus_unnamed: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -1,0 +1,108 @@
+"""Swift reads the task before a `focus on` (agent_core/task_focus.py): an object the task does not name is
+never an option where the task's train gold paths show that it names its objects; every gold focus passes."""
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from agent_core.actions import argument_of, canonical, is_focus
+from agent_core.controller import ModelSwift
+from agent_core.gold import GOLD_PACK, train_gold
+from agent_core.swift.format import SwiftState
+from agent_core.swift.model import SwiftProposal
+from agent_core.task_focus import rule_for, target_names, unnamed_focus_actions
+from views.narration import narrate
+
+BOIL_TIN = ("Your task is to boil tin. For compounds without a boiling point, combusting the substance is also "
+            "acceptable. First, focus on the substance. Then, take actions that will cause it to change its state.")
+VIOLET = "Your task is to use chemistry to create violet paint. When you are done, focus on the violet paint."
+FIND = "Your task is to find a(n) animal. First, focus on the thing. Then, move it to the red box in the kitchen."
+
+
+def test_boil_tin_the_pot_of_water_is_not_the_substance():
+    water = "In it, you see:\n\ta metal pot (containing a substance called water)\n\ta ceramic cup (containing nothing)"
+    tin = "In it, you see:\n\ta metal pot (containing a substance called tin)"
+    valid = ["focus on substance in metal pot", "focus on ceramic cup", "focus on tin", "open cupboard"]
+    assert unnamed_focus_actions("boil", BOIL_TIN, valid, water) == ["focus on substance in metal pot",
+                                                                     "focus on ceramic cup"]
+    assert unnamed_focus_actions("boil", BOIL_TIN, valid, tin) == ["focus on ceramic cup"]
+    # what the pot holds cannot be read: the target is not judged
+    assert target_names("substance in metal pot", "no pot here") is None
+    assert unnamed_focus_actions("boil", BOIL_TIN, ["focus on substance in metal pot"], "") == []
+
+
+def test_paint_the_colour_decides_and_a_bowl_is_read_through_its_contents():
+    rule = rule_for("chemistry-mix-paint-secondary-color")
+    assert rule.names_objects and "paint" in rule.template
+    bowl = "a bowl (containing violet paint)"
+    assert rule.allows("violet paint", VIOLET) and not rule.allows("green paint", VIOLET)
+    assert rule.allows("paint in bowl", VIOLET, bowl)
+    assert not rule.allows("paint in bowl", VIOLET, "a bowl (containing red paint and yellow paint)")
+    assert not rule.allows("paint in cup containing yellow paint", VIOLET)
+
+
+def test_tasks_that_do_not_name_their_objects_are_not_checked():
+    for task in ("find-animal", "find-living-thing", "lifespan-longest-lived", "lifespan-shortest-lived"):
+        assert not rule_for(task).names_objects, task
+    assert unnamed_focus_actions("find-animal", FIND, ["focus on blue jay", "focus on red box"]) == []
+    assert unnamed_focus_actions("", BOIL_TIN, ["focus on ceramic cup"]) == []  # no task name: no rule
+    assert unnamed_focus_actions("no-such-task", BOIL_TIN, ["focus on ceramic cup"]) == []
+
+
+def test_every_train_and_dev_gold_focus_passes():
+    """Learned from the train split; the dev split is the check that it holds beyond it (194 focuses)."""
+    assert sum(rule_for(t).names_objects for t in train_gold()) == 23
+    seen = {"train": 0, "dev": 0}
+    with gzip.open(GOLD_PACK, "rt", encoding="utf-8") as fh:
+        for line in fh:
+            t = json.loads(line)
+            rule, ctx = rule_for(t["task"]), t["start_look"] + "\n" + t["start_inventory"]
+            for s in t["steps"]:
+                if is_focus(s["action"]) and t["final_score"] >= 100:
+                    seen[t["split"]] += 1
+                    assert rule.allows(argument_of(canonical(s["action"])), t["task_description"], ctx), \
+                        (t["task"], t["variation"], s["action"])
+                ctx = s["look"] + "\n" + s.get("inventory", "")
+    assert seen["dev"] >= 190 and seen["train"] > 3000
+
+
+class _Model:
+    """Stands in for SwiftModel: records the valid actions it was given and proposes their first focus."""
+
+    name = "stub"
+
+    def __init__(self):
+        self.given: list[str] = []
+
+    def propose(self, text, valid_actions, n):
+        self.given = list(valid_actions)
+        pick = next(v for v in valid_actions if is_focus(v))
+        return SwiftProposal(top1="focus on substance in metal pot", candidates=[], action=pick,
+                             valid_ranked=[(pick, -0.1)])
+
+
+@pytest.mark.parametrize("check", [True, False])
+def test_swift_never_sees_an_unnamed_focus_and_the_record_says_so(check):
+    state = SwiftState(task="boil", task_description=BOIL_TIN, score=0, look="a metal pot (containing water)",
+                       inventory="")
+    valid = ["focus on substance in metal pot", "focus on tin", "open cupboard"]
+    model = _Model()
+    prop = ModelSwift(model, task_focus_check=check).propose(state, valid)
+    if check:
+        assert model.given == ["focus on tin", "open cupboard"] and prop.action == "focus on tin"
+        assert prop.focus_unnamed == ["focus on substance in metal pot"]
+    else:  # the check off: Swift chooses among everything, as before
+        assert model.given == valid and prop.action == "focus on substance in metal pot"
+        assert prop.focus_unnamed == []
+
+
+def test_narration_says_why_a_focus_was_not_an_option():
+    from agent_core.trace import StepRecord
+    rec = StepRecord(step=4, action="go to kitchen", system="swift", observation="You move.", look="", inventory="",
+                     score=0, reward=0, moves=4, done=False, failed=False, room="kitchen",
+                     swift_top1="focus on substance in metal pot",
+                     swift_focus_unnamed=["focus on substance in metal pot", "focus on ceramic cup"])
+    text = " ".join(narrate(rec))
+    assert "first guess was to 'focus on substance in metal pot'" in text and "does not name" in text
