@@ -23,6 +23,7 @@ PAGES = [
     st.Page("pages/3_Configurations.py", title="Configurations", icon="⚙️"),
     st.Page("pages/4_Evaluate.py", title="Evaluate", icon="📊", url_path="evaluate"),
     st.Page("pages/5_Compare.py", title="Compare", icon="🔀", url_path="compare"),
+    st.Page("pages/6_Ask.py", title="Ask the agent", icon="💬", url_path="ask"),
 ]
 nav = st.navigation(PAGES)
 nav.run()

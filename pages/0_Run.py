@@ -43,6 +43,7 @@ from agent_core.trace import TraceError, has_summary, list_traces, read_episode 
 from views import next_hint as records_next_hint, pending_actions, render_episode  # noqa: E402
 from views import sources  # noqa: E402
 from views.common import WHAT, actor_label  # noqa: E402
+from views.llm import DEFAULT_EMBEDDED, llm_backend  # noqa: E402
 from views.memory_panels import follow_open_request  # noqa: E402
 from views.progress import call_label, call_purpose, progress_label  # noqa: E402
 
@@ -50,8 +51,6 @@ log = logging.getLogger("swiftsage.run_page")
 
 RUNS_DIR = sources.runs_dir()
 EPISODES_DIR = sources.examples_dir()
-_default_emb = os.environ.get("SWIFTSAGE_DEFAULT_EMBEDDED_MODEL") or LLMConfig().embedded_model
-DEFAULT_EMBEDDED = _default_emb if _default_emb in EMBEDDED_MODELS else LLMConfig().embedded_model
 
 # ----------------------------------------------------------------------------- the real agent
 
@@ -62,14 +61,6 @@ def _swift_policy(swift_cfg_json: str):
 
     cfg = Config(swift=SwiftConfig(**json.loads(swift_cfg_json)))
     return load_swift(cfg)
-
-
-@st.cache_resource(show_spinner="Preparing the LLM backend...")
-def _llm_backend(llm_cfg_json: str):
-    """One backend per backend settings, shared by every session (the embedded one serializes its calls)."""
-    from agent_core.llm import make_backend
-
-    return make_backend(LLMConfig(**json.loads(llm_cfg_json)))
 
 
 class _AnnouncingLLM:
@@ -103,7 +94,7 @@ def _product_agent(cfg: Config):
     from agent_core.controller import Agent
 
     swift = _swift_policy(json.dumps(dataclasses.asdict(cfg.swift)))
-    llm = _AnnouncingLLM(_llm_backend(json.dumps(dataclasses.asdict(cfg.llm))))
+    llm = _AnnouncingLLM(llm_backend(cfg.llm))
     # reflection (AMM) runs between episodes in the background, so no step waits minutes for it
     agent = Agent(cfg, swift, llm, runs_dir=RUNS_DIR, reflect_in_background=True)
     weakref.finalize(agent, _close_env, agent.env)  # a session that goes away frees its JVM

@@ -29,6 +29,7 @@ from memory_store import (MEMORY_TYPES, TYPE_COLORS, MemoryConfig, MemoryStream,
                           open_stream, seed_demo)
 from memory_store.charts import breakdown_figure  # noqa: E402
 from memory_store.scoring import recency as recency_curve  # noqa: E402
+from views.stores import default_store, is_store, short_path  # noqa: E402
 
 RUNS_DIR = Path(os.environ.get("SWIFTSAGE_RUNS_DIR") or ROOT / "runs")
 TRACE_DIRS = (RUNS_DIR, ROOT / "assets" / "episodes")
@@ -36,55 +37,6 @@ S = st.session_state
 
 
 # ------------------------------------------------------------------ data helpers
-
-def _short(path: str) -> str:
-    try:
-        return str(Path(path).resolve().relative_to(ROOT))
-    except ValueError:
-        return str(path)
-
-
-def _is_store(path: str | Path) -> bool:
-    return (Path(path) / "chroma.sqlite3").exists()
-
-
-def latest_run_store() -> tuple[str, str] | None:
-    """(store, trace) of the newest trace under the runs folder whose run used memory and whose store exists."""
-    if not RUNS_DIR.is_dir():
-        return None
-    for trace in sorted(RUNS_DIR.glob("*.jsonl"), key=lambda p: p.stat().st_mtime, reverse=True)[:200]:
-        try:
-            with open(trace, encoding="utf-8") as fh:
-                header = json.loads(fh.readline())
-        except (OSError, ValueError):
-            continue
-        store = header.get("memory_store") if isinstance(header, dict) else None
-        if store and _is_store(store):
-            return store, str(trace)
-    return None
-
-
-@st.cache_resource(show_spinner="Preparing a read copy of the shipped warm store...")
-def shipped_store() -> str:
-    """A copy of the shipped warm store to look at (the seed the agent copies is never opened here)."""
-    from agent_core.amm.store import prepare_store
-
-    path, _ = prepare_store(RUNS_DIR / "memory" / "shipped-warm", True, MemoryConfig())
-    return str(path)
-
-
-def default_store() -> tuple[str, str]:
-    """(directory, why it is the default)."""
-    found = latest_run_store()
-    if found:
-        return found[0], f"the store of the latest run that used memory ({_short(found[1])})"
-    if os.environ.get("SWIFTSAGE_MEMORY_DIR"):
-        return os.environ["SWIFTSAGE_MEMORY_DIR"], "SWIFTSAGE_MEMORY_DIR"
-    try:
-        return shipped_store(), "the shipped warm store (no run has used memory yet)"
-    except Exception as e:  # noqa: BLE001 - no shipped store: fall back to the configured directory
-        return MemoryConfig().persist_dir, f"the configured directory (no shipped warm store: {e})"
-
 
 def _open(path: str) -> MemoryStream:
     stream = open_stream(MemoryConfig(persist_dir=path))
@@ -256,10 +208,10 @@ def panel_trace() -> None:
     st.caption("What is this? Open a retrieval the agent recorded in an episode trace (or paste one) and see "
                "the scores it had at that step, exactly as recorded.")
     files = sorted({str(p) for d in TRACE_DIRS if d.is_dir() for p in d.rglob("*.jsonl")})
-    options = ["(none)"] + [_short(p) for p in files]
+    options = ["(none)"] + [short_path(p) for p in files]
     by_label = dict(zip(options[1:], files))
     choice = st.selectbox("Trace file", options, key="mem_trace_file",
-                          help=f"Episode traces under {_short(str(RUNS_DIR))} and assets/episodes/.")
+                          help=f"Episode traces under {short_path(str(RUNS_DIR))} and assets/episodes/.")
     custom = st.text_input("...or a trace file path", key="mem_trace_path")
     path = Path(custom).expanduser() if custom.strip() else (Path(by_label[choice]) if choice != "(none)" else None)
     found: list[tuple[str, dict[str, Any]]] = []
@@ -489,7 +441,7 @@ if opened:
             S.pop("mem_opened_retrieval", None)
             st.rerun()
 
-if not _is_store(store_dir):
+if not is_store(store_dir):
     st.warning(f"There is no memory store at {store_dir!r} (no chroma.sqlite3 there), so nothing was opened or "
                f"created. Enter the directory of a store, for example {default_dir!r}.")
     if st.button("Create a small demo store there", key="mem_seed_new",

@@ -1,0 +1,238 @@
+"""Ask the agent: a student's question is answered from the agent's memory stream, as in Generative Agents.
+
+The question retrieves memories by recency, importance and relevance (the breakdown of each is shown at once),
+then the chosen LLM answers from them and cites them; the citations are mapped to memory ids. Ask about a
+recorded episode (every step becomes a memory, with the reason the step record gives: views/ask.py) or about a
+memory store the agent wrote (AMM). Asking never changes the agent's memory (last access is not updated).
+`?trace=PATH` opens an episode (the Run page links here). Works standalone (AppTest.from_file) too.
+"""
+from __future__ import annotations
+
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # standalone runs (AppTest) start with pages/ as the script dir
+    sys.path.insert(0, str(ROOT))
+
+import pandas as pd  # noqa: E402
+import streamlit as st  # noqa: E402
+
+from agent_core.config import LLMConfig  # noqa: E402
+from agent_core.llm.embedded import MODELS as EMBEDDED_MODELS  # noqa: E402
+from agent_core.trace import TraceError, list_traces, read_episode  # noqa: E402
+from memory_store import MemoryConfig, RetrievalResult, open_stream  # noqa: E402
+from memory_store.charts import breakdown_figure  # noqa: E402
+from memory_store.interview import (ANSWER_MAX_TOKENS, STOP, Answer, answer_question,  # noqa: E402
+                                    retrieve_for_question, top_candidates)
+from views import sources  # noqa: E402
+from views.ask import episode_stream, suggested_questions  # noqa: E402
+from views.llm import DEFAULT_EMBEDDED, llm_backend  # noqa: E402
+from views.stores import default_store, is_store, short_path  # noqa: E402
+
+S = st.session_state
+S.setdefault("ask_history", [])
+
+
+def _traces() -> list[Path]:
+    examples = list_traces(sources.examples_dir())
+    return examples + [p for p in list_traces(sources.runs_dir()) if p not in examples]
+
+
+@st.cache_resource(show_spinner="Writing the episode's memories (each step becomes one memory)...", max_entries=16)
+def _episode_stream(trace: str, mtime: float):
+    ep = read_episode(trace, tolerant=True)
+    return episode_stream(trace, ep.header, ep.steps), ep.header, ep.steps
+
+
+def sidebar() -> dict:
+    with st.sidebar:
+        st.header("Ask the agent")
+        mode = st.radio("Ask about", ["episode", "store"], key="ask_mode", horizontal=True,
+                        format_func={"episode": "a recorded episode", "store": "a memory store"}.get,
+                        help="An episode: every step of it is one memory, with the reason the agent had. A store: "
+                             "the episodic memory the agent itself wrote across runs (AMM).")
+        out: dict = {"mode": mode}
+        if mode == "episode":
+            traces = _traces()
+            linked = sources.resolve_trace(st.query_params.get("trace"))
+            if linked is not None and linked not in traces:
+                traces.insert(0, linked)
+            if not traces:
+                st.warning("No recorded episode yet: run one on the Run page, or ask a memory store.")
+            else:
+                if linked is not None and S.get("ask_linked") != str(linked):
+                    S["ask_linked"], S["ask_trace"] = str(linked), str(linked)
+                names = [str(p) for p in traces]
+                if S.get("ask_trace") not in names:
+                    S["ask_trace"] = names[0]
+                out["trace"] = st.selectbox("Episode", names, key="ask_trace", format_func=sources.trace_label)
+        else:
+            d, why = default_store()
+            S.setdefault("ask_store", d)
+            out["store"] = st.text_input("Memory store directory", key="ask_store", help=f"Default: {why}.")
+        st.divider()
+        backend = st.selectbox("Model that answers", ["embedded", "openai"], key="ask_backend",
+                               format_func={"embedded": "embedded (offline, on this CPU)",
+                                            "openai": "OpenAI-compatible server (vLLM, Ollama, ...)"}.get)
+        cfg = LLMConfig(backend=backend)
+        if backend == "embedded":
+            S.setdefault("ask_emb", DEFAULT_EMBEDDED)
+            cfg.embedded_model = st.selectbox("Embedded model", list(EMBEDDED_MODELS), key="ask_emb",
+                                              format_func=lambda k: EMBEDDED_MODELS[k].title,
+                                              help="Qwen2.5-Coder-1.5B answers sensibly in ~15-30 s on a 2-core "
+                                                   "CPU; SmolLM2-135M in seconds, but its answers are poor.")
+        else:
+            S.setdefault("ask_url", LLMConfig().base_url)
+            cfg.base_url = st.text_input("Server URL", key="ask_url", help="The /v1 address, e.g. vLLM's.")
+            cfg.model = st.text_input("Model name", key="ask_model", help="Empty: the server's default.")
+        out["llm"] = cfg
+        S.setdefault("ask_k", MemoryConfig().top_k)
+        out["k"] = int(st.number_input("Memories retrieved (k)", 1, 10, key="ask_k",
+                                       help="How many memories the answer may use (`memory.top_k`)."))
+        if st.button("Clear the conversation", key="ask_clear"):
+            S["ask_history"] = []
+    return out
+
+
+def open_source(choice: dict):
+    """(stream, label, header, steps) or None with a message shown."""
+    if choice["mode"] == "episode":
+        trace = choice.get("trace")
+        if not trace:
+            return None
+        try:
+            stream, header, steps = _episode_stream(trace, Path(trace).stat().st_mtime)
+        except (OSError, TraceError) as e:
+            st.error(f"This episode cannot be read: {e}")
+            return None
+        return stream, sources.trace_label(trace), header, steps
+    store = choice.get("store", "")
+    if not is_store(store):
+        st.warning(f"There is no memory store at {store!r} (no chroma.sqlite3 there).")
+        return None
+    stream = open_stream(MemoryConfig(persist_dir=store))
+    stream.refresh()
+    return stream, f"memory store {short_path(store)}", None, None
+
+
+def render_retrieved(result: RetrievalResult, key: str, cited: list[str] | None = None) -> None:
+    mems = top_candidates(result)
+    if not mems:
+        st.info("No memory came back for this question." + (f" ({result.error})" if result.error else ""))
+        return
+    st.caption(f"Retrieved {len(mems)} of {result.eligible} memories: score = recency + importance + relevance, "
+               f"each scaled to 0-1 over all the memories (weights {result.weights}). The answer may use only these.")
+    st.plotly_chart(breakdown_figure(mems, result.weights), key=f"{key}_chart")
+    cited = cited or []
+    table = pd.DataFrame([{
+        "#": i, "memory": c.id, "cited": "yes" if c.id in cited else "", "type": c.type, "score": round(c.score, 3),
+        "recency": round(c.recency_n, 2), "importance": round(c.importance_n, 2), "relevance": round(c.relevance_n, 2),
+        "won on": max(("recency", c.recency_n), ("importance", c.importance_n), ("relevance", c.relevance_n),
+                      key=lambda kv: kv[1])[0],
+        "description": c.description} for i, c in enumerate(mems, 1)])
+    st.dataframe(table, hide_index=True, key=f"{key}_table")
+
+
+def render_answer(ans: Answer) -> None:
+    if ans.error:
+        st.error(f"The model could not answer: {ans.error}. The memories it would have used are above.")
+        return
+    st.markdown(ans.text)
+    if ans.cited:
+        st.caption("Cites " + ", ".join(f"`{c}`" for c in ans.cited) + f" · {ans.model} · {ans.latency_s:.1f} s")
+    else:
+        st.caption(f"This answer cites no memory, so nothing above backs it: read it with care · {ans.model} · "
+                   f"{ans.latency_s:.1f} s")
+    if ans.bad_citations:
+        st.warning(f"The model cited memories that were not shown to it: {ans.bad_citations} (marked [?n]).")
+    with st.expander("The exact prompt and the model's raw output"):
+        st.code(ans.prompt, language=None)
+        st.code(ans.raw or "(empty)", language=None)
+
+
+def usual_seconds(model: str) -> float | None:
+    lat = [h["answer"]["latency_s"] for h in S["ask_history"] if h["answer"]["model"] == model
+           and not h["answer"]["error"]]
+    return statistics.median(lat[-5:]) if lat else None
+
+
+def ask(question: str, stream, label: str, choice: dict) -> None:
+    cfg: LLMConfig = choice["llm"]
+    model = cfg.embedded_model if cfg.backend == "embedded" else (cfg.model or cfg.base_url)
+    with st.chat_message("user"):
+        st.markdown(question)
+    with st.chat_message("assistant", avatar="🧠"):
+        with st.spinner("Searching the memories..."):
+            result = retrieve_for_question(stream, question, k=choice["k"])
+        render_retrieved(result, key=f"ask_new_{len(S['ask_history'])}")
+        box = st.empty()
+        cancel = threading.Event()
+        done: dict = {}
+        try:
+            backend = llm_backend(cfg)  # loaded here, in the page's own thread (a Streamlit cache)
+        except Exception as e:  # noqa: BLE001 - a backend that cannot even be built: shown, not raised
+            backend, done["answer"] = None, Answer(question=question, memory_ids=[], prompt="",
+                                                   error=f"{type(e).__name__}: {e}", model=model)
+
+        def work() -> None:
+            done["answer"] = answer_question(question, result, lambda p: backend.chat(
+                p, max_tokens=ANSWER_MAX_TOKENS, stop=list(STOP), cancel=cancel).text, model=model)
+
+        th = threading.Thread(target=work, daemon=True)
+        t0 = time.perf_counter()
+        if backend is not None:
+            th.start()
+        est = usual_seconds(model)
+        try:
+            while th.is_alive():
+                waited = time.perf_counter() - t0
+                hint = (f"usually ~{est:.0f} s with this model here" if est is not None else
+                        "the embedded Qwen takes ~15-30 s on a 2-core CPU, SmolLM2 a few seconds")
+                box.info(f"⏳ {model} is answering from the {len(top_candidates(result))} memories above: "
+                         f"{waited:.0f} s ({hint}).")
+                th.join(0.5)
+        finally:
+            cancel.set()  # the page was left or rerun mid-call: stop the model call too
+        box.empty()
+        ans = done["answer"]
+        render_answer(ans)
+    S["ask_history"].append({"question": question, "source": label, "retrieval": result.to_dict(),
+                             "answer": ans.to_dict()})
+
+
+choice = sidebar()
+st.title("Ask the agent")
+st.caption("What is this? Ask the agent why it did something or what it knows. As in Generative Agents, your "
+           "question first retrieves the agent's most useful memories (recent, important and relevant to the "
+           "question: each memory's three scores are shown), then the language model answers from those memories "
+           "only and cites them by id. Asking does not change the agent's memory.")
+opened = open_source(choice)
+for i, h in enumerate(S["ask_history"]):
+    with st.chat_message("user"):
+        st.markdown(h["question"])
+        st.caption(h["source"])
+    with st.chat_message("assistant", avatar="🧠"):
+        ans = Answer.from_dict(h["answer"])
+        render_retrieved(RetrievalResult.from_dict(h["retrieval"]), key=f"ask_h{i}", cited=ans.cited)
+        render_answer(ans)
+
+if opened is not None:
+    stream, label, header, steps = opened
+    new = st.container()  # the new exchange goes under the earlier ones, above the suggestions
+    st.caption(f"Asking about **{label}** · {len(stream)} memories")
+    question = None
+    if header is not None and steps:
+        st.caption("Try one of these:")
+        cols = st.columns(2)
+        for j, q in enumerate(suggested_questions(header, steps)):
+            if cols[j % 2].button(q, key=f"ask_suggest_{j}", width="stretch"):
+                question = q
+    typed = st.chat_input("Ask the agent a question, e.g. why did you pick up the thermometer?", key="ask_input")
+    question = typed or question
+    if question and question.strip():
+        with new:
+            ask(question.strip(), stream, label, choice)
