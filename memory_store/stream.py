@@ -44,10 +44,10 @@ from memory_store.scoring import RetrievalResult, ScoredCandidate
 
 MEMORY_TYPES: tuple[str, ...] = ("observation", "reflection", "plan")
 TYPE_CODE: dict[str, int] = {t: i for i, t in enumerate(MEMORY_TYPES)}
-TYPE_COLORS: dict[str, str] = {"observation": "#4C78A8", "reflection": "#F58518", "plan": "#54A24B"}
+TYPE_COLORS: dict[str, str] = {"observation": "#4C78A8", "reflection": "#d4700b", "plan": "#54A24B"}
 # AMM's tags (agent_core/amm/salience.py) and the tags of plans / reflections the agent stores
-TAG_COLORS: dict[str, str] = {"success": "#2ca02c", "near-miss": "#d08c00", "avoidance": "#d62728",
-                              "plan": "#54A24B", "insight": "#F58518"}
+TAG_COLORS: dict[str, str] = {"success": "#2ca02c", "near-miss": "#b07800", "avoidance": "#d62728",
+                              "plan": "#54A24B", "insight": "#d4700b"}
 DEMO_FILE = Path(__file__).with_name("demo_memories.json")
 
 

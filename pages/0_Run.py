@@ -46,6 +46,7 @@ from views.common import WHAT, actor_label  # noqa: E402
 from views.llm import DEFAULT_EMBEDDED, llm_backend  # noqa: E402
 from views.memory_panels import follow_open_request  # noqa: E402
 from views.progress import call_label, call_purpose, progress_label  # noqa: E402
+from views import tour  # noqa: E402
 
 log = logging.getLogger("swiftsage.run_page")
 
@@ -595,16 +596,30 @@ def recorded_view() -> None:
     with st.sidebar:
         if S.get("run_rec_loaded") != path:
             S["run_rec_loaded"] = path
-            S["run_rec_step"] = 0
+            S["run_rec_step"], S["run_playing"] = 0, False
+        if "run_play_next" in S:
+            S["run_rec_step"] = S.pop("run_play_next")
         S["run_rec_step"] = min(max(int(S.get("run_rec_step", 0)), 0), n)
         if n:
             st.slider("Step", 0, n, key="run_rec_step",
                       help="Scrub through the recorded steps; 0 is the start state. No model is called.")
             c1, c2 = st.columns(2)
-            c1.button("◀ Previous", key="run_rec_prev", width="stretch",
-                      on_click=lambda: S.__setitem__("run_rec_step", max(0, S["run_rec_step"] - 1)))
-            c2.button("Next ▶", key="run_rec_next", width="stretch",
-                      on_click=lambda: S.__setitem__("run_rec_step", min(n, S["run_rec_step"] + 1)))
+            c1.button("◀ Previous", key="run_rec_prev", width="stretch", shortcut="Left",
+                      on_click=lambda: S.update(run_rec_step=max(0, S["run_rec_step"] - 1), run_playing=False))
+            c2.button("Next ▶", key="run_rec_next", width="stretch", shortcut="Right",
+                      on_click=lambda: S.update(run_rec_step=min(n, S["run_rec_step"] + 1), run_playing=False))
+            c3, c4 = st.columns([3, 2])
+            if S.get("run_playing") and int(S["run_rec_step"]) >= n:
+                S["run_playing"] = False  # played to the last step
+            playing = bool(S.get("run_playing"))
+            c3.button("⏸ Pause" if playing else "▶ Play", key="run_rec_play", width="stretch", shortcut="P",
+                      on_click=_toggle_play, args=(n,),
+                      help="Play the episode a step at a time, with its narration (keys: P plays / pauses, ← and → "
+                           "step back and on).")
+            S.setdefault("run_play_every", 2.0)
+            c4.selectbox("Seconds per step", [1.0, 2.0, 4.0, 8.0], key="run_play_every", label_visibility="collapsed",
+                         format_func=lambda x: f"{x:g} s / step", help="How long each step stays on screen while playing.")
+            st.caption("Keys: ← previous · → next · P play / pause")
         else:
             st.caption("This episode has no steps yet.")
         st.caption(WHAT["recorded"])
@@ -615,11 +630,42 @@ def recorded_view() -> None:
                                 "needed: step slider, narration, plan, buffer, Gate-1, retrievals with their score "
                                 "bars, the score chart.")
         fork_box(path, ep, t)
+        try:
+            st.page_link("pages/6_Ask.py", label="Ask the agent about this episode", icon="💬",
+                         query_params={"trace": sources.link_path(path)})
+        except Exception:  # noqa: BLE001 - the page runs on its own (tests): no navigation to link into
+            pass
+        tour.show_again_button()
+    tour.render_tour(ep.steps, t, example_open=Path(path).name == tour.EXAMPLE)
     resume_box(path, ep)
     par = ep.header.parent or {}
     if par:
         _parent_line(par, path)
     render_episode(ep.header, ep.steps, t, ep.summary, recorded=True)
+    if S.get("run_playing") and t < n:
+        # the page is drawn; hold it, then show the next step (Pause or any click ends the wait)
+        time.sleep(float(S.get("run_play_every", 2.0)))
+        S["run_play_next"] = t + 1  # the slider is drawn already: its value changes on the next run
+        st.rerun()
+
+
+def _toggle_play(n: int) -> None:
+    playing = not S.get("run_playing")
+    if playing and int(S.get("run_rec_step", 0)) >= n:
+        S["run_rec_step"] = 0  # played to the end: Play starts again from the start
+    S["run_playing"] = playing
+
+
+def first_visit() -> None:
+    """A new session without a link opens on the tour's shipped example (not an empty live view)."""
+    if "run_source" in S or st.query_params.get("trace"):
+        return
+    example = sources.examples_dir() / tour.EXAMPLE
+    if not example.is_file():
+        found = list_traces(sources.examples_dir())
+        example = found[0] if found else None
+    if example is not None:
+        S["run_source"], S["run_open_trace"], S["run_trace"] = "Recorded episode", str(example), str(example)
 
 
 def _parent_line(par: dict, path: str) -> None:
@@ -645,6 +691,7 @@ for _k in ("run_task", "run_split", "run_variation", "run_preset", "run_backend"
     if _k in S:
         S[_k] = S[_k]
 
+first_visit()
 open_from_link()
 st.title("SwiftSage Explorer: Run")
 if S.get("run_link_error"):

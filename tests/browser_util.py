@@ -96,6 +96,12 @@ def chromium_page(width: int = 1500, height: int = 1100):
             browser.close()
 
 
+def open_live(page) -> None:
+    """The Run page opens on the first-visit example (a recorded episode): switch the source to a live run."""
+    page.get_by_test_id("stSidebar").get_by_text("Live run", exact=True).click(timeout=60_000)
+    page.get_by_role("button", name="Reset", exact=True).wait_for(timeout=60_000)
+
+
 def click_button(page, name: str) -> None:
     page.get_by_role("button", name=name, exact=True).click()
 

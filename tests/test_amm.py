@@ -319,6 +319,7 @@ def test_run_page_memory_panel_from_a_real_amm_trace(monkeypatch, tmp_path, two_
     monkeypatch.setenv("SWIFTSAGE_RUNS_DIR", str(ep.path.parent))
     monkeypatch.setenv("SWIFTSAGE_EXAMPLES_DIR", str(tmp_path / "no-examples"))
     at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "pages" / "0_Run.py"), default_timeout=120)
+    at.session_state["run_source"] = "Live run"  # not the first-visit example
     at.run()
     at.radio(key="run_source").set_value("Recorded episode").run()
     at.selectbox(key="run_trace").set_value(str(ep.path)).run()

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser_util import (CHROMIUM, ROOT, chromium_page, click_button, screenshot_full, served_app,
-                                set_number, wait_for_step, wait_idle)
+from tests.browser_util import (CHROMIUM, ROOT, chromium_page, click_button, open_live, screenshot_full,
+                                served_app, set_number, wait_for_step, wait_idle)
 
 ARTIFACTS = ROOT / "tests" / "artifacts"
 DOCS_IMG = ROOT / "docs" / "img" / "run_page.png"
@@ -44,7 +44,7 @@ def test_reset_and_step_in_chromium(chromium, tmp_path):
     with served_app(runs, ARTIFACTS / "streamlit_server.log",
                     env={"SWIFTSAGE_DEFAULT_EMBEDDED_MODEL": "smollm2-135m"}) as url, chromium_page() as page:
         page.goto(url)
-        page.get_by_role("button", name="Reset", exact=True).wait_for(timeout=60_000)
+        open_live(page)
         assert "SwiftSage Explorer" in page.title()
         # the sidebar preselects the fast embedded model named by SWIFTSAGE_DEFAULT_EMBEDDED_MODEL
         assert page.get_by_role("combobox", name="Embedded model").input_value() == "SmolLM2-135M-Instruct Q4_1"
@@ -71,7 +71,7 @@ def test_reset_and_step_in_chromium(chromium, tmp_path):
         # a second tab is a second session: its own agent, JVM and episode
         tab2 = page.context.new_page()
         tab2.goto(url)
-        tab2.get_by_role("button", name="Reset", exact=True).wait_for(timeout=60_000)
+        open_live(tab2)
         click_button(tab2, "Reset")
         wait_for_step(tab2, 0, 180)
         wait_idle(tab2)
@@ -100,7 +100,7 @@ def test_compare_link_and_evaluate_page_in_chromium(chromium, small_evaluation, 
         # the server's very first session: Streamlit resolves a deep link before st.navigation has run once
         # (with a pages/ folder beside app.py it then shows a spurious "Page not found"), so open the app first
         page.goto(url)
-        page.get_by_role("button", name="Reset", exact=True).wait_for(timeout=60_000)
+        open_live(page)
         page.goto(f"{url}/compare?{urlencode({'a': str(a), 'b': str(b)})}")
         page.get_by_text("Steps, aligned").wait_for(timeout=90_000)
         wait_idle(page)
@@ -138,7 +138,7 @@ def test_pause_stops_a_slow_sage_call_in_chromium(chromium, tmp_path):
     try:
         with served_app(runs, ARTIFACTS / "streamlit_pause.log") as url, chromium_page() as page:
             page.goto(url)
-            page.get_by_role("button", name="Reset", exact=True).wait_for(timeout=60_000)
+            open_live(page)
             page.get_by_role("combobox", name="LLM backend (Sage)").click()
             page.keyboard.type("OpenAI")  # the selectbox filters its options as one types
             page.keyboard.press("Enter")

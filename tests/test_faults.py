@@ -26,6 +26,7 @@ def _run_page(monkeypatch, runs: Path, base_url: str, model: str, timeout: int) 
     """The Run page with the openai backend at base_url; Reset, then Run N steps."""
     monkeypatch.setenv("SWIFTSAGE_RUNS_DIR", str(runs))
     at = AppTest.from_file(str(ROOT / "pages" / "0_Run.py"), default_timeout=600)
+    at.session_state["run_source"] = "Live run"  # not the first-visit example
     at.run()
     at.selectbox(key="run_backend").set_value("openai").run()
     at.text_input(key="run_base_url").input(base_url).run()

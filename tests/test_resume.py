@@ -113,6 +113,7 @@ def test_run_page_lists_an_interrupted_trace_and_resumes_it(reference, tmp_path,
 
     monkeypatch.setenv("SWIFTSAGE_RUNS_DIR", str(runs))
     at = AppTest.from_file(str(ROOT / "pages" / "0_Run.py"), default_timeout=120)
+    at.session_state["run_source"] = "Live run"  # not the first-visit example
     at.session_state["agent_factory"] = factory
     at.run()
     at.radio(key="run_source").set_value("Recorded episode").run()

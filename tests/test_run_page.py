@@ -54,6 +54,7 @@ def factory(tmp_path, sw_env, embedder):
 def _page(monkeypatch, runs_dir: Path, factory=None) -> AppTest:
     monkeypatch.setenv("SWIFTSAGE_RUNS_DIR", str(runs_dir))
     at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
+    at.session_state["run_source"] = "Live run"  # not the first-visit example
     if factory is not None:
         at.session_state["agent_factory"] = factory
     at.run()

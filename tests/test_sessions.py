@@ -51,6 +51,7 @@ def test_five_sessions_at_once_do_not_cross(monkeypatch, tmp_path):
     sessions, after = [], []
     for task, var in TASKS:
         at = AppTest.from_file(str(ROOT / "pages" / "0_Run.py"), default_timeout=300)
+        at.session_state["run_source"] = "Live run"  # not the first-visit example
         at.run()
         at.toggle(key="run_quick").set_value(True)  # Swift alone: no model calls, the sessions' own state is tested
         at.selectbox(key="run_task").set_value(task)

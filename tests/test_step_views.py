@@ -85,6 +85,7 @@ def _open(monkeypatch, tmp_path: Path, trace: Path) -> AppTest:
     monkeypatch.setenv("SWIFTSAGE_RUNS_DIR", str(trace.parent))
     monkeypatch.setenv("SWIFTSAGE_EXAMPLES_DIR", str(tmp_path / "no-examples"))
     at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
+    at.session_state["run_source"] = "Live run"  # not the first-visit example
     at.run()
     at.radio(key="run_source").set_value("Recorded episode").run()
     at.selectbox(key="run_trace").set_value(str(trace)).run()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from agent_core.palette import ACTOR_COLORS, ACTOR_LABELS
+from agent_core.palette import ACTOR_COLORS, ACTOR_LABELS, text_on
 from agent_core.trace import EpisodeHeader, StepRecord
 
 # Traces written before EpisodeHeader.mechanisms existed ran the plain SwiftSage loop.
@@ -73,13 +73,13 @@ def actor_color(system: str) -> str:
 
 def chip(text: str, color: str) -> str:
     """A small coloured pill for st.markdown(..., unsafe_allow_html=True)."""
-    return (f"<span style='background:{color};color:white;padding:1px 8px;border-radius:9px;font-size:0.85em;"
+    return (f"<span style='background:{color};color:{text_on(color)};padding:1px 8px;border-radius:9px;font-size:0.85em;"
             f"font-weight:600;white-space:nowrap'>{esc(text)}</span>")
 
 
 def badge(system: str) -> str:
     """The actor's name in its colour (the mode badge)."""
-    return (f"<span style='background:{actor_color(system)};color:white;padding:2px 10px;border-radius:10px;"
+    return (f"<span style='background:{actor_color(system)};color:{text_on(actor_color(system))};padding:2px 10px;border-radius:10px;"
             f"font-weight:600;white-space:nowrap'>{actor_label(system)}</span>")
 
 

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 from agent_core.evaluate.metrics import GROUPS, MECHANISM_COLUMNS
 from agent_core.evaluate.report import PAPER_TABLE1, PRESET_LABEL
 
-PRESET_COLORS = {"baseline": "#1f77b4", "amm": "#17becf", "srm": "#ff7f0e", "full": "#2ca02c"}
+PRESET_COLORS = {"baseline": "#1f77b4", "amm": "#129aa8", "srm": "#dd6b00", "full": "#2ca02c"}
 _MORE = ("#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22")
 
 

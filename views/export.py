@@ -16,12 +16,12 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
-from agent_core.palette import ACTOR_COLORS, ACTOR_LABELS
+from agent_core.palette import ACTOR_COLORS, ACTOR_LABELS, text_on
 from agent_core.trace import Episode, StepRecord, read_episode
 
 from .narration import narrate
 
-SCORE_PARTS = (("recency_n", "recency", "#4C78A8"), ("importance_n", "importance", "#F58518"),
+SCORE_PARTS = (("recency_n", "recency", "#4C78A8"), ("importance_n", "importance", "#d4700b"),
                ("relevance_n", "relevance", "#54A24B"))
 
 
@@ -41,6 +41,7 @@ def _step_data(rec: StepRecord, header) -> dict[str, Any]:
     return {
         "step": rec.step, "action": rec.action, "system": rec.system,
         "who": ACTOR_LABELS.get(rec.system, rec.system), "color": ACTOR_COLORS.get(rec.system, "#777"),
+        "ink": text_on(ACTOR_COLORS.get(rec.system, "#777777")),
         "narration": " ".join(narrate(rec, header)), "observation": rec.observation, "room": rec.room,
         "inventory": rec.inventory, "score": rec.score, "reward": rec.reward,
         "trigger": rec.trigger.rule if rec.trigger else "", "plan": rec.plan, "buffer": rec.buffer_after,
@@ -154,7 +155,7 @@ function show(t) {
   }
   const s = D.steps[t - 1];
   $("narration").textContent = s.narration; $("narration").style.borderLeftColor = s.color;
-  $("action").innerHTML = `<span class="badge" style="background:${s.color}">${esc(s.who)}</span> <code>${esc(s.action)}</code>`
+  $("action").innerHTML = `<span class="badge" style="background:${s.color};color:${s.ink}">${esc(s.who)}</span> <code>${esc(s.action)}</code>`
     + (s.trigger ? `<div class="muted">why: ${esc(s.trigger)}</div>` : "")
     + s.llm_errors.map(e => `<div class="DROP">LLM error: ${esc(e)}</div>`).join("");
   $("obs").textContent = s.observation;
