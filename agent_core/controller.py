@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable, Protocol, Sequence
 
-from .actions import action_key, is_focus, never_a_focus_target, strip_decorations
+from .actions import action_key, argument_of, canonical, is_focus, never_a_focus_target, strip_decorations
 from .amm import EpisodicMemory, StepFacts
 from .config import Config
 from .env import Observation, ScienceWorld
@@ -78,8 +78,10 @@ class ModelSwift:
         # AMM's T1 retry: the trained input stays intact and a short memory field follows it (the input is cut
         # in the middle of the history when too long, so the field at the end survives)
         text = swift_input(state, self.k) + memory
-        unnamed = unnamed_focus_actions(state.task, state.task_description, valid_actions,
-                                        state.look + "\n" + state.inventory) if self.task_focus_check else []
+        context = state.look + "\n" + state.inventory
+        done = [(argument_of(canonical(h.action)), context) for h in state.history if is_focus(h.action)]
+        unnamed = unnamed_focus_actions(state.task, state.task_description, valid_actions, context,
+                                        done) if self.task_focus_check else []
         if unnamed:
             drop = {action_key(v) for v in unnamed}
             valid_actions = [v for v in valid_actions if action_key(v) not in drop]

@@ -76,17 +76,59 @@ def _contents(container: str, context: str) -> list[str]:
     return [f.strip() for f in found if f.strip() and f.strip() != "nothing"]
 
 
+_FOCUS_PHRASE = re.compile(r"focus on (?:the |a |an )?([^.,;]+)", re.I)
+
+
+def focus_order(description: str) -> list[tuple[int, set[str]]]:
+    """The focuses the description asks for, in its order: (rank, words). "First, focus on the thermometer.
+    Next, focus on the tin. If ..., focus on the red box. If ..., focus on the green box." -> thermometer 0,
+    tin 1, red box 2, green box 2 (alternatives of one decision share a rank)."""
+    out: list[tuple[int, set[str]]] = []
+    rank, prev_if = -1, False
+    for sentence in re.split(r"(?<=[.!?])\s+", description):
+        for m in _FOCUS_PHRASE.finditer(sentence):
+            is_if = sentence.strip().lower().startswith("if ")
+            if not (is_if and prev_if):
+                rank += 1
+            prev_if = is_if
+            out.append((rank, set(words(m.group(1)))))
+    return out
+
+
+def _phrase_of(target: str, context: str, order: list[tuple[int, set[str]]], template: frozenset[str]) -> int | None:
+    """The rank of the description's focus phrase that names `target` (most shared words), None if none does."""
+    # all of the object's words count here, template ones too: "thermometer" names the first phrase
+    chains = target_names(target, context) or []
+    own = {w for chain in chains for w in words(chain[0])}
+    best = max(((len(own & ws), -rank, rank) for rank, ws in order), default=(0, 0, None))
+    return best[2] if best[0] > 0 else None
+
+
 @dataclass(frozen=True)
 class TaskFocusRule:
     task: str
     names_objects: bool  # the task's descriptions name what to focus on (else nothing is checked)
     template: frozenset[str]  # words that do not tell the variation's object from another
     train_pass_rate: float  # share of train gold focuses that pass (1.0 for every task that names objects)
+    # the description orders its focuses ("First ... Next ... If ...") and every train gold path follows that
+    # order: a focus named later is not an option before the earlier ones are done
+    ordered: bool = False
 
     def allows(self, target: str, description: str, context: str = "") -> bool:
         if not self.names_objects:
             return True
         return _passes(target, description, context, self.template)
+
+    def in_order(self, target: str, description: str, context: str, done: list[tuple[str, str]]) -> bool:
+        """May `target` be focused now, given the focuses `done` so far ((target, context) each)?"""
+        if not self.ordered:
+            return True
+        order = focus_order(description)
+        rank = _phrase_of(target, context, order, self.template)
+        if rank is None:
+            return True
+        reached = {_phrase_of(t, c, order, self.template) for t, c in done}
+        return all(r in reached for r in range(rank))
 
 
 def _passes(target: str, description: str, context: str, template: frozenset[str]) -> bool:
@@ -125,13 +167,29 @@ def rule_for(task: str) -> TaskFocusRule | None:
     template = frozenset(w for w, c in in_targets.items() if c >= TEMPLATE_IN_TARGETS * len(focuses) and (
         in_desc[w] >= (1 - TEMPLATE_DESC_SHARE) * nd or in_desc[w] <= TEMPLATE_DESC_SHARE * nd))
     rate = sum(_passes(t, d, c, template) for d, t, c in focuses) / len(focuses)
-    return TaskFocusRule(task, rate >= NAMED_MIN, template, round(rate, 4))
+    rule = TaskFocusRule(task, rate >= NAMED_MIN, template, round(rate, 4))
+    multi = [r for r in rows if len({rank for rank, _w in focus_order(r.description)}) > 1]
+    ordered = TaskFocusRule(task, True, template, rule.train_pass_rate, ordered=True)
+    if rule.names_objects and multi and all(
+            ordered.in_order(t, r.description, c, r.focus[:i]) for r in multi for i, (t, c) in enumerate(r.focus)):
+        return ordered
+    return rule
 
 
 def unnamed_focus_actions(task: str, description: str, valid_actions: list[str] | tuple[str, ...],
-                          context: str = "") -> list[str]:
-    """The valid `focus on ...` actions whose object the task does not name (empty where nothing is checked)."""
+                          context: str = "", done: list[tuple[str, str]] | None = None) -> list[str]:
+    """The valid `focus on ...` actions that are not options now: their object is not named by the task, or (where
+    the task orders its focuses) it is named for later. `done`: the episode's focuses so far, (target, context)
+    each. Empty where nothing is checked."""
     rule = rule_for(task) if task else None
     if rule is None or not rule.names_objects:
         return []
-    return [v for v in valid_actions if is_focus(v) and not rule.allows(argument_of(canonical(v)), description, context)]
+    out = []
+    for v in valid_actions:
+        if not is_focus(v):
+            continue
+        target = argument_of(canonical(v))
+        if not rule.allows(target, description, context) or not rule.in_order(target, description, context,
+                                                                              done or []):
+            out.append(v)
+    return out

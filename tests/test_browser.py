@@ -207,3 +207,73 @@ def test_exported_episode_opens_offline_and_steps(chromium, tmp_path):
         screenshot_full(page, ARTIFACTS / "exported_episode.png")
         assert not errors, errors
     assert requests == []  # nothing asked for the network: Plotly and the data are in the file
+
+
+def _docs_shot(page, name: str) -> None:
+    """A screenshot in tests/artifacts/, and in docs/img/ with SWIFTSAGE_UPDATE_DOCS_IMG=1."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    screenshot_full(page, ARTIFACTS / name)
+    if os.environ.get("SWIFTSAGE_UPDATE_DOCS_IMG") == "1":
+        shutil.copy(ARTIFACTS / name, ROOT / "docs" / "img" / name)
+
+
+def test_first_visit_tour_keys_and_ask_the_agent_in_chromium(chromium, tmp_path):
+    """As a new user: the app opens on the shipped example with the tour; the arrow keys and P step and play it;
+    the tour's path reaches Sage; a dismissed tour stays dismissed in the next visit (a cookie); the Ask page
+    answers a question from the episode's memories with the real embedded model."""
+    model = os.environ.get("SWIFTSAGE_ASK_MODEL", "smollm2-135m")  # the docs screenshots use qwen2.5-coder-1.5b
+    with served_app(tmp_path / "runs", ARTIFACTS / "streamlit_tour.log",
+                    env={"SWIFTSAGE_DEFAULT_EMBEDDED_MODEL": model}) as url, chromium_page() as page:
+        page.goto(url)
+        page.get_by_text("New here? A four-step tour", exact=False).wait_for(timeout=90_000)
+        wait_for_step(page, 0, 60)
+        wait_idle(page)
+        assert "(1 of 4 done)" in _main_text(page)
+        _docs_shot(page, "tour.png")
+        page.get_by_role("heading", name="SwiftSage Explorer: Run").click()  # focus the page, not a widget
+        page.keyboard.press("ArrowRight")
+        wait_for_step(page, 1, 60)
+        wait_idle(page)
+        assert "(2 of 4 done)" in _main_text(page)
+        page.keyboard.press("ArrowRight")
+        wait_for_step(page, 2, 60)
+        page.keyboard.press("ArrowLeft")
+        wait_for_step(page, 1, 60)
+        page.keyboard.press("p")  # play: a step every 2 s
+        wait_for_step(page, 3, 30)
+        page.keyboard.press("p")  # pause
+        wait_idle(page)
+        paused_at = int(page.evaluate("() => [...document.querySelectorAll('h3')].find(e => "
+                                      "e.innerText.startsWith('Step ')).innerText.split(' ')[1]"))
+        page.wait_for_timeout(4500)
+        assert f"Step {paused_at} ·" in _main_text(page)  # it stays paused
+        click_button(page, "Go to step 10")
+        wait_for_step(page, 10, 60)
+        wait_idle(page)
+        body = _main_text(page)
+        assert "(3 of 4 done)" in body and "Sage (slow)" in body and "🗣️" in body
+        _docs_shot(page, "narration.png")
+        click_button(page, "Dismiss")
+        wait_idle(page)
+        assert "four-step tour" not in _main_text(page)
+        page.wait_for_timeout(1000)  # the cookie is written by a component frame
+        page.goto(url)  # a new visit in the same browser: a new session
+        wait_for_step(page, 0, 90)
+        wait_idle(page)
+        assert "four-step tour" not in _main_text(page)
+        assert page.get_by_role("button", name="Show the tour again").count() == 1
+
+        trace = "assets/episodes/inclined-plane-friction-named-surfaces-v1038-amm.jsonl"
+        page.goto(f"{url}/ask?trace={trace}")
+        ask = page.get_by_role("button", name="Why did you 'go to hallway' at step 10?")
+        ask.wait_for(timeout=90_000)
+        wait_idle(page)
+        ask.click()
+        # the retrieved memories (chart and table with the three scores) appear before the answer
+        page.get_by_test_id("stDataFrame").first.wait_for(timeout=120_000)
+        page.get_by_text("Cites", exact=False).or_(page.get_by_text("cites no memory", exact=False)) \
+            .first.wait_for(timeout=300_000)
+        wait_idle(page, 120)
+        body = _main_text(page)
+        assert "Retrieved 5 of" in body and "Traceback" not in body and "could not answer" not in body
+        _docs_shot(page, "ask_the_agent.png")

@@ -12,7 +12,7 @@ from agent_core.controller import ModelSwift
 from agent_core.gold import GOLD_PACK, train_gold
 from agent_core.swift.format import SwiftState
 from agent_core.swift.model import SwiftProposal
-from agent_core.task_focus import rule_for, target_names, unnamed_focus_actions
+from agent_core.task_focus import focus_order, rule_for, target_names, unnamed_focus_actions
 from views.narration import narrate
 
 BOIL_TIN = ("Your task is to boil tin. For compounds without a boiling point, combusting the substance is also "
@@ -51,19 +51,41 @@ def test_tasks_that_do_not_name_their_objects_are_not_checked():
     assert unnamed_focus_actions("no-such-task", BOIL_TIN, ["focus on ceramic cup"]) == []
 
 
+MELT = ("Your task is to measure the melting point of tin, which is located around the kitchen. First, focus on the "
+        "thermometer. Next, focus on the tin. If the melting point of tin is above 50.0 degrees celsius, focus on the "
+        "red box. If the melting point of tin is below 50.0 degrees celsius, focus on the green box.")
+
+
+def test_where_the_task_orders_its_focuses_a_later_one_waits():
+    assert [r for r, _w in focus_order(MELT)] == [0, 1, 2, 2]  # the two boxes are one decision
+    assert {t for t in train_gold() if rule_for(t).ordered} == {
+        "measure-melting-point-known-substance", "measure-melting-point-unknown-substance", "use-thermometer"}
+    valid = ["focus on thermometer", "focus on tin", "focus on red box", "focus on green box", "focus on stove"]
+    task = "measure-melting-point-known-substance"
+    assert unnamed_focus_actions(task, MELT, valid) == valid[1:]  # the stove is never named; the rest waits
+    assert unnamed_focus_actions(task, MELT, valid, done=[("thermometer in inventory", "")]) == valid[2:]
+    both = [("thermometer in inventory", ""), ("tin", "")]
+    assert unnamed_focus_actions(task, MELT, valid, done=both) == ["focus on stove"]
+    # a task whose gold paths do not follow such an order (mendelian: either box) is not ordered
+    assert not rule_for("mendelian-genetics-known-plant").ordered
+
+
 def test_every_train_and_dev_gold_focus_passes():
-    """Learned from the train split; the dev split is the check that it holds beyond it (194 focuses)."""
+    """Learned from the train split; the dev split is the check that it holds beyond it (194 focuses), the order
+    included (each gold focus is an option after the gold focuses before it)."""
     assert sum(rule_for(t).names_objects for t in train_gold()) == 23
     seen = {"train": 0, "dev": 0}
     with gzip.open(GOLD_PACK, "rt", encoding="utf-8") as fh:
         for line in fh:
             t = json.loads(line)
-            rule, ctx = rule_for(t["task"]), t["start_look"] + "\n" + t["start_inventory"]
+            rule, ctx, done = rule_for(t["task"]), t["start_look"] + "\n" + t["start_inventory"], []
             for s in t["steps"]:
                 if is_focus(s["action"]) and t["final_score"] >= 100:
                     seen[t["split"]] += 1
-                    assert rule.allows(argument_of(canonical(s["action"])), t["task_description"], ctx), \
-                        (t["task"], t["variation"], s["action"])
+                    target = argument_of(canonical(s["action"]))
+                    assert rule.allows(target, t["task_description"], ctx), (t["task"], t["variation"], s["action"])
+                    assert not unnamed_focus_actions(t["task"], t["task_description"], [s["action"]], ctx, done)
+                    done.append((target, ctx))
                 ctx = s["look"] + "\n" + s.get("inventory", "")
     assert seen["dev"] >= 190 and seen["train"] > 3000
 
