@@ -157,9 +157,11 @@ NEVER_FOCUS: frozenset[str] = frozenset({"agent", "inventory", "air", "door", "g
 
 def never_a_focus_target(action: str) -> bool:
     """`focus on inventory`, `focus on air`, `focus on door to kitchen`, `focus on kitchen`: targets the game
-    lists for every room that no ScienceWorld task asks to focus on."""
+    lists for every room that no ScienceWorld task asks to focus on. The object is judged before its location:
+    `focus on egg turtle in outside` names a turtle (a gold focus), not the room."""
     arg = argument_of(canonical(action))
-    return treats_room_as_object(action) or arg in NEVER_FOCUS or arg.startswith("door")
+    obj = re.split(r"\s+in\s+", arg)[0]
+    return obj in ROOMS or obj in NEVER_FOCUS or obj.startswith("door")
 
 
 def self_referential(action: str) -> bool:

@@ -23,7 +23,7 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .actions import argument_of, canonical, is_focus
+from .actions import argument_of, canonical, is_focus, never_a_focus_target
 from .gold import train_gold
 
 # words that never tell one object from another (task-description boilerplate and grammar)
@@ -178,8 +178,8 @@ def rule_for(task: str) -> TaskFocusRule | None:
 
 def unnamed_focus_actions(task: str, description: str, valid_actions: list[str] | tuple[str, ...],
                           context: str = "", done: list[tuple[str, str]] | None = None) -> list[str]:
-    """The valid `focus on ...` actions that are not options now: their object is not named by the task, or (where
-    the task orders its focuses) it is named for later. `done`: the episode's focuses so far, (target, context)
+    """The valid `focus on ...` actions that are not options now: their object is not named by the task (the
+    inventory, the air, a room or a door never is), or (where the task orders its focuses) it is named for later. `done`: the episode's focuses so far, (target, context)
     each. Empty where nothing is checked."""
     rule = rule_for(task) if task else None
     if rule is None or not rule.names_objects:
@@ -189,7 +189,7 @@ def unnamed_focus_actions(task: str, description: str, valid_actions: list[str] 
         if not is_focus(v):
             continue
         target = argument_of(canonical(v))
-        if not rule.allows(target, description, context) or not rule.in_order(target, description, context,
+        if never_a_focus_target(v) or not rule.allows(target, description, context) or not rule.in_order(target, description, context,
                                                                               done or []):
             out.append(v)
     return out

@@ -128,3 +128,37 @@ def test_narration_says_why_a_focus_was_not_an_option():
                      swift_focus_unnamed=["focus on substance in metal pot", "focus on ceramic cup"])
     text = " ".join(narrate(rec))
     assert "first guess was to 'focus on substance in metal pot'" in text and "does not name" in text
+
+
+@pytest.mark.parametrize("check", [True, False])
+def test_the_agent_passes_the_task_and_records_what_was_not_an_option(tmp_path, sw_env, check):
+    """The real controller and ScienceWorld (boil tin, test variation 22): the task reaches Swift's state, and the
+    step record lists the focus targets that were not options; with the check off Swift's first focus is taken."""
+    from agent_core.config import preset
+    from agent_core.controller import Agent
+    from agent_core.llm import ScriptedBackend
+    from agent_core.trace import read_episode
+
+    class FirstFocus(_Model):
+        def propose(self, text, valid_actions, n):
+            self.given = list(valid_actions)
+            pick = next((v for v in valid_actions if is_focus(v)), "look around")
+            return SwiftProposal(top1="focus on substance in metal pot", candidates=[], action=pick,
+                                 valid_ranked=[(pick, -0.1)])
+
+    cfg = preset("baseline")
+    cfg.controller.sage_enabled = False  # Swift alone: no review of the focus
+    cfg.swift.task_focus_check = check
+    model = FirstFocus()
+    agent = Agent(cfg, ModelSwift(model, task_focus_check=check), ScriptedBackend([]), env=sw_env, runs_dir=tmp_path)
+    agent.start("boil", 22, split="test")
+    assert agent.state.swift_state.task == "boil"
+    rec = agent.step()
+    header = read_episode(agent.trace_path).header
+    if check:  # nothing in the first room is tin: no focus was an option, so Swift's best other action ran
+        assert len(rec.swift_focus_unnamed) >= 3 and rec.action == "look around" and not rec.failed
+        assert all("tin" not in a.split() for a in rec.swift_focus_unnamed)
+        assert "task_focus" in header.mechanisms
+    else:  # the old behaviour: the first focus target in view, and the task ends at -100
+        assert rec.swift_focus_unnamed == [] and rec.action.startswith("focus on") and rec.failed
+        assert "task_focus" not in header.mechanisms
