@@ -68,10 +68,10 @@ if [ $WITH_TESTS = 1 ]; then
   if [ ! -x /usr/bin/chromium ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
       say "installing Debian's chromium (for the browser test)"
-      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-liberation >/dev/null
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-liberation fonts-noto-color-emoji >/dev/null
     elif command -v sudo >/dev/null && command -v apt-get >/dev/null; then
       say "installing Debian's chromium with sudo (for the browser test)"
-      sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-liberation >/dev/null
+      sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-liberation fonts-noto-color-emoji >/dev/null
     else
       echo "ERROR: the browser test needs Debian's chromium at /usr/bin/chromium: install it as root" \
            "(apt-get install chromium) or rerun this script as root or with sudo" >&2

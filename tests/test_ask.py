@@ -99,7 +99,8 @@ def test_answer_cites_ids_and_failures_are_recorded(episode):
         return "I moved the block [2]. Then I timed it [3].\nStudent: and then?\nYou: nothing"
 
     ans = answer_question("what did you do with the block?", result, fake, model="scripted")
-    assert "[1] " in seen[0] and "[3] " in seen[0] and "[4] " not in seen[0]
+    memories = seen[0].split("Your memories:")[1]
+    assert "[1] " in memories and "[3] " in memories and "[4] " not in memories
     assert ans.text == f"I moved the block [{ids[1]}]. Then I timed it [{ids[2]}]." and ans.cited == ids[1:]
 
     def broken(prompt: str) -> str:
@@ -138,7 +139,8 @@ def test_page_answers_with_the_real_embedded_model_after_showing_the_memories(tm
     (h,) = at.session_state["ask_history"]
     assert h["question"] == focus_q.label and h["answer"]["model"] == "smollm2-135m"
     assert h["answer"]["error"] is None and h["answer"]["raw"].strip()
-    assert len(h["answer"]["memory_ids"]) == 5 and h["answer"]["prompt"].count("\n[") == 5
+    memories = h["answer"]["prompt"].split("Your memories:")[1]
+    assert len(h["answer"]["memory_ids"]) == 5 and memories.count("\n[") == 5
     # the retrieved memories (chart + table with the three scores) come before the answer in the page
     table = at.dataframe[0].value
     assert list(table.columns[:9]) == ["#", "memory", "cited", "type", "score", "recency", "importance", "relevance",

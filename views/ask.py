@@ -100,12 +100,12 @@ def suggested_questions(header: EpisodeHeader, records: list[StepRecord]) -> lis
     out: list[str] = []
     sage = next((r for r in records if r.system == "sage"), None)
     if sage is not None:
-        out.append(f"Why did you '{sage.action}' at step {sage.step}?")
+        out.append(f"Why did Sage take over at step {sage.step}?")
     focus = next((r for r in records if r.action.startswith("focus on")), None)
     if focus is not None:
         out.append(f"Why did you {focus.action}?")
-    gain = max(records, key=lambda r: r.reward, default=None)
-    if gain is not None and gain.reward > 0 and gain is not focus:
-        out.append(f"What earned you points at step {gain.step}?")
+    gains = [r for r in records if r.reward > 0 and r is not focus]
+    if gains:
+        out.append(f"What earned you points at step {max(gains, key=lambda r: r.reward).step}?")
     out.append(f"What did you learn about the task '{header.task}'?")
     return out[:4]

@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import streamlit as st
-import streamlit.components.v1 as components
 
 from agent_core.trace import StepRecord
 
@@ -75,8 +74,8 @@ def tour_steps(records: list[StepRecord], t: int, example_open: bool) -> list[To
 
 def _remember_done() -> None:
     """A cookie for a year on the app's own origin (the component's frame shares it)."""
-    components.html(f"<script>document.cookie = '{COOKIE}=done; max-age=31536000; path=/; SameSite=Lax';</script>",
-                    height=0)
+    st.iframe(f"<script>document.cookie = '{COOKIE}=done; max-age=31536000; path=/; SameSite=Lax';</script>",
+              height=1)
 
 
 def _goto(step: int) -> None:
