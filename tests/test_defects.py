@@ -76,7 +76,8 @@ def test_one_loaded_model_whatever_the_thread_count():
     a = embedded.EmbeddedBackend("smollm2-135m", n_threads=1)
     b = embedded.EmbeddedBackend("smollm2-135m", n_threads=2)
     assert a._load() is b._load()
-    assert len([k for k in embedded._LOADED if k[0] == "smollm2-135m"]) == 1
+    # (other tests in this process may hold the model at another context size: that is another copy by design)
+    assert len([k for k in embedded._LOADED if k == ("smollm2-135m", a.n_ctx)]) == 1
     assert b.chat("Say hi.", max_tokens=4).completion_tokens > 0 and a.chat("Say hi.", max_tokens=4).text
 
 
