@@ -14,7 +14,6 @@ ROOT = Path(__file__).resolve().parents[1]
 GOLD_PACK = ROOT / "assets" / "swift" / "gold_trajectories.jsonl.gz"
 
 
-
 @dataclass(frozen=True)
 class GoldRun:
     variation: int
