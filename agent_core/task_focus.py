@@ -95,7 +95,7 @@ def focus_order(description: str) -> list[tuple[int, set[str]]]:
     return out
 
 
-def _phrase_of(target: str, context: str, order: list[tuple[int, set[str]]], template: frozenset[str]) -> int | None:
+def _phrase_of(target: str, context: str, order: list[tuple[int, set[str]]]) -> int | None:
     """The rank of the description's focus phrase that names `target` (most shared words), None if none does."""
     # all of the object's words count here, template ones too: "thermometer" names the first phrase
     chains = target_names(target, context) or []
@@ -124,10 +124,10 @@ class TaskFocusRule:
         if not self.ordered:
             return True
         order = focus_order(description)
-        rank = _phrase_of(target, context, order, self.template)
+        rank = _phrase_of(target, context, order)
         if rank is None:
             return True
-        reached = {_phrase_of(t, c, order, self.template) for t, c in done}
+        reached = {_phrase_of(t, c, order) for t, c in done}
         return all(r in reached for r in range(rank))
 
 
