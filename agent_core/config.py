@@ -89,6 +89,9 @@ class SageConfig:
     history_obs_chars: int = 160  # each past observation in Sage's prompts is clipped to this
     temperature: float = 0.0
     map_similarity_threshold: float = 0.6  # min cosine to map a prose action onto a valid one
+    # Sage's numbered list and focus review leave out the focus targets the task does not name (or names for
+    # later), and a Sage command that lands on one is not played: the same check as swift.task_focus_check
+    task_focus_check: bool = True
 
 
 @dataclass

@@ -40,7 +40,8 @@ RUNS_DIR = ROOT / "runs"
 def mechanisms(cfg: Config) -> list[str]:
     """What actually runs under a config: the episode header lists it and the app shows only these panels."""
     out = ["swift"] + (["task_focus"] if cfg.swift.task_focus_check else []) + \
-        (["sage"] if cfg.controller.sage_enabled else [])
+        (["sage"] if cfg.controller.sage_enabled else []) + \
+        (["sage_task_focus"] if cfg.controller.sage_enabled and cfg.sage.task_focus_check else [])
     if cfg.amm.enabled:
         out += ["amm"] + (["amm_swift_injection"] if cfg.amm.swift_injection else [])
     if cfg.srm.enabled:
@@ -61,6 +62,14 @@ class SwiftPolicy(Protocol):
     def propose(self, state: SwiftState, valid_actions: Sequence[str], memory: str = "") -> SwiftProposal: ...
 
 
+def unnamed_in_state(state: SwiftState, valid_actions: Sequence[str]) -> list[str]:
+    """The valid focus actions that are not options in this state (agent_core.task_focus), judged against the
+    room and inventory in view and the episode's focuses so far. Swift and Sage use the same judgement."""
+    context = state.look + "\n" + state.inventory
+    done = [(argument_of(canonical(h.action)), context) for h in state.history if is_focus(h.action)]
+    return unnamed_focus_actions(state.task, state.task_description, list(valid_actions), context, done)
+
+
 class ModelSwift:
     """The trained Swift model behind the controller's interface. The loop guard (an SRM mechanism) is
     applied by the controller when SRM is on; `loop_guard=True` here is for the Swift-only benchmark."""
@@ -78,10 +87,7 @@ class ModelSwift:
         # AMM's T1 retry: the trained input stays intact and a short memory field follows it (the input is cut
         # in the middle of the history when too long, so the field at the end survives)
         text = swift_input(state, self.k) + memory
-        context = state.look + "\n" + state.inventory
-        done = [(argument_of(canonical(h.action)), context) for h in state.history if is_focus(h.action)]
-        unnamed = unnamed_focus_actions(state.task, state.task_description, valid_actions, context,
-                                        done) if self.task_focus_check else []
+        unnamed = unnamed_in_state(state, valid_actions) if self.task_focus_check else []
         if unnamed:
             drop = {action_key(v) for v in unnamed}
             valid_actions = [v for v in valid_actions if action_key(v) not in drop]
@@ -210,6 +216,7 @@ class _Step:
     sage_called: bool = False
     retrievals: list[MemoryRetrieval] = field(default_factory=list)
     writes: list[MemoryWrite] = field(default_factory=list)
+    sage_unnamed: list[str] | None = None  # focus targets the task does not name, once Sage needed them
 
 
 @contextmanager
@@ -522,8 +529,9 @@ class Agent:
         if trigger is not None and trigger.name == "critical" and prop is not None:
             # Sage reviews the focus by comparing the targets in view, most likely first, not from scratch
             unnamed = {action_key(a) for a in prop.focus_unnamed}
-            focus = [a for a, _p in prop.focus] or [a for a in valid if is_focus(a) and not never_a_focus_target(a)
-                                                     and action_key(a) not in unnamed]
+            keep = {action_key(v) for v in valid}  # without the targets Sage's task check left out
+            focus = [a for a, _p in prop.focus if action_key(a) in keep] or [
+                a for a in valid if is_focus(a) and not never_a_focus_target(a) and action_key(a) not in unnamed]
         ranked = [a for a, _s in prop.valid_ranked] if prop is not None else []
         if valid and hasattr(self.swift, "rank") and self.cfg.sage.grounding == "numbered":
             ranked = self.swift.rank(ss, valid, self.cfg.sage.swift_choices)
@@ -531,6 +539,26 @@ class Agent:
                            time=len(self.records), history=self.state.sage_history, task_name=self.env.task.name,
                            worked_examples=self._examples, called_because=why, valid=list(valid),
                            swift_ranked=ranked, focus=focus)
+
+    def _sage_options(self, w: _Step, valid: Sequence[str]) -> list[str]:
+        """The valid actions Sage may choose from: without the focus targets the task does not name
+        (sage.task_focus_check), which the step records once."""
+        if not self.cfg.sage.task_focus_check:
+            return list(valid)
+        if w.sage_unnamed is None:
+            w.sage_unnamed = unnamed_in_state(self.state.swift_state, valid)
+        drop = {action_key(a) for a in w.sage_unnamed}
+        return [v for v in valid if action_key(v) not in drop]
+
+    def _unnamed_focus(self, w: _Step, valid: Sequence[str], action: str) -> bool:
+        """A buffered LLM action that lands on a focus the task does not name is not played."""
+        if not self.cfg.sage.task_focus_check or not is_focus(action):
+            return False
+        self._sage_options(w, valid)
+        if action_key(action) not in {action_key(a) for a in w.sage_unnamed or []}:
+            return False
+        w.notes.append(f"not played: '{action}' focuses on an object the task does not name (or names for later)")
+        return True
 
     def _take_buffered(self, w: _Step, valid: Sequence[str]) -> tuple[str | None, str]:
         """Pop buffered actions until one passes Gate-1 (SRM) or maps onto a valid action (Baseline)."""
@@ -541,22 +569,28 @@ class Agent:
             tries += 1
             if srm.enabled:
                 if item.gated_step == w.step:  # admitted by Gate-1 a moment ago, in this very state
-                    return item.text, item.source
-                d = self.gate.check(item.text, item.source, self._gate_ctx(valid, w.step))
-                w.gate1.append(d)
-                if d.decision != DROP:
-                    return d.result, item.source
-                w.drops += 1
-                w.notes.append(f"Gate-1 dropped buffered action {item.text!r}: {d.detail}")
+                    if not self._unnamed_focus(w, valid, item.text):
+                        return item.text, item.source
+                else:
+                    d = self.gate.check(item.text, item.source, self._gate_ctx(valid, w.step))
+                    w.gate1.append(d)
+                    if d.decision != DROP:
+                        if not self._unnamed_focus(w, valid, d.result):
+                            return d.result, item.source
+                    else:
+                        w.drops += 1
+                        w.notes.append(f"Gate-1 dropped buffered action {item.text!r}: {d.detail}")
             else:
                 ss = st.swift_state
                 m = map_action(item.text, valid, self.cfg.sage.map_similarity_threshold, self.embedder,
                                context=ss.look + "\n" + ss.inventory)
                 w.mappings.append(m)
                 if m.mapped is not None:
-                    return m.mapped, item.source
-                w.notes.append(f"buffered action {item.text!r} matches no valid action"
-                               f"{f' ({m.reason})' if m.reason else ''}")
+                    if not self._unnamed_focus(w, valid, m.mapped):
+                        return m.mapped, item.source
+                else:
+                    w.notes.append(f"buffered action {item.text!r} matches no valid action"
+                                   f"{f' ({m.reason})' if m.reason else ''}")
             st.buffer_failures += 1
             if st.buffer_failures >= self.cfg.controller.buffer_fail_limit:
                 w.notes.append(f"{st.buffer_failures} buffered actions failed in a row: back to Swift")
@@ -570,7 +604,7 @@ class Agent:
                    swift_action: str | None = None) -> tuple[str | None, str]:
         st = self.state
         w.trigger, w.sage_called = trigger, True
-        ctx = self._sage_context(trigger, prop, swift_action, valid)
+        ctx = self._sage_context(trigger, prop, swift_action, self._sage_options(w, valid))
         if trigger.name == "critical" and self.cfg.controller.focus_review == "choose" and ctx.focus:
             return self._review_focus(w, ctx, prop, valid)
         if self.amm is not None:  # T4: every planning call gets at most 5 records, as hints
@@ -915,6 +949,7 @@ class Agent:
             swift_top1=prop.top1 if prop else None,
             swift_valid_ranked=[SwiftCandidate(a, round(s, 4), True) for a, s in prop.valid_ranked] if prop else [],
             swift_focus_unnamed=list(prop.focus_unnamed) if prop else [],
+            sage_focus_unnamed=list(w.sage_unnamed or []),
             plan=dict(st.plan) if st.plan else plan_before, buffer_before=w.buffer_before,
             buffer_after=[b.text for b in st.buffer], buffer_after_sources=[b.source for b in st.buffer],
             mappings=w.mappings, gate1=w.gate1, menu=w.menu, critic=w.critic, llm_calls=w.llm_calls,

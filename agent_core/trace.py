@@ -220,6 +220,9 @@ class StepRecord:
     # Swift's guess was a `focus on`; these focus targets in view were kept out of its choice because the task
     # does not name them (agent_core.task_focus)
     swift_focus_unnamed: list[str] = field(default_factory=list)
+    # Sage was called; these focus targets in view were left out of its options (and not played when it wrote
+    # one itself) because the task does not name them (sage.task_focus_check)
+    sage_focus_unnamed: list[str] = field(default_factory=list)
     plan: dict[str, str] = field(default_factory=dict)  # Q1..Q5
     buffer_before: list[str] = field(default_factory=list)
     buffer_after: list[str] = field(default_factory=list)

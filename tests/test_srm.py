@@ -105,7 +105,7 @@ def test_a_looping_swift_behaves_differently_under_srm(tmp_path, sw_env):
     b = [base.step() for _ in range(8)]
     assert all(not r.gate1 and r.stagnation is None and r.critic is None for r in b)
     assert {r.action for r in b} == {"look at sink"}
-    assert read_episode(base.trace_path).header.mechanisms == ["swift", "task_focus", "sage"]
+    assert read_episode(base.trace_path).header.mechanisms == ["swift", "task_focus", "sage", "sage_task_focus"]
 
     srm = _agent(tmp_path, sw_env, loop)
     _start(srm)

@@ -162,3 +162,38 @@ def test_the_agent_passes_the_task_and_records_what_was_not_an_option(tmp_path, 
     else:  # the old behaviour: the first focus target in view, and the task ends at -100
         assert rec.swift_focus_unnamed == [] and rec.action.startswith("focus on") and rec.failed
         assert "task_focus" not in header.mechanisms
+
+
+@pytest.mark.parametrize("check", [True, False])
+def test_sage_is_not_offered_an_unnamed_focus_and_cannot_play_one(tmp_path, sw_env, check):
+    """The real controller and ScienceWorld (boil tin, test variation 22), Baseline: Swift's action is invalid, so
+    Sage plans and picks. With sage.task_focus_check on, the focus targets the task does not name are not in
+    Sage's numbered list, and Sage writing one of them anyway does not reach the game; off, it ends the task."""
+    from agent_core.config import preset
+    from agent_core.controller import Agent, ScriptedSwift, unnamed_in_state
+    from agent_core.llm import ScriptedBackend
+    from agent_core.trace import read_episode
+
+    cfg = preset("baseline")
+    cfg.sage.task_focus_check = check
+    plan = "Q1: Tin is not here.\nQ2: Nothing collected.\nQ3: Find tin.\nQ4: Nothing done.\nQ5: None."
+    wrong: list[str] = []
+    backend = ScriptedBackend(lambda prompt: plan if len(backend.calls) == 1 else wrong[0])
+    agent = Agent(cfg, ScriptedSwift(["fly to the moon"] * 5), backend, env=sw_env, runs_dir=tmp_path)
+    agent.start("boil", 22, split="test")
+    wrong += unnamed_in_state(agent.state.swift_state, agent.env.valid_actions())
+    assert wrong, "the first room of boil tin has focus targets the task does not name"
+    rec = agent.step()
+    assert rec.trigger is not None and rec.trigger.name == "invalid" and len(backend.calls) == 2
+    listed = {line.split(". ", 1)[1] for line in backend.calls[1].splitlines() if line[:1].isdigit() and ". " in line}
+    mechanisms = read_episode(agent.trace_path).header.mechanisms
+    if check:
+        assert listed and not listed & set(wrong)  # not offered
+        assert set(wrong) <= set(rec.sage_focus_unnamed)
+        assert any("not played" in n and wrong[0] in n for n in rec.notes)  # written anyway: not played
+        assert not rec.action.startswith("focus on") and not rec.failed
+        assert "sage_task_focus" in mechanisms
+        assert "was not played" in " ".join(narrate(rec))
+    else:
+        assert rec.sage_focus_unnamed == [] and "sage_task_focus" not in mechanisms
+        assert rec.action == wrong[0] and rec.failed

@@ -177,13 +177,28 @@ def task_focus_sentence(rec: StepRecord) -> str | None:
             f"not options.")
 
 
+def sage_task_focus_sentence(rec: StepRecord) -> str | None:
+    """Sage acted (or tried to) with focus targets left out of its options because the task does not name them."""
+    if not rec.sage_focus_unnamed:
+        return None
+    blocked = [n for n in rec.notes if n.startswith("not played:")]
+    if blocked:
+        return (f"Sage chose a 'focus on' an object the task does not name, so it was not played "
+                f"(a wrong focus ends the task).")
+    if rec.system != "sage":
+        return None
+    n = len(rec.sage_focus_unnamed)
+    return f"Sage's options left out {n} 'focus on' target{'s' if n != 1 else ''} the task does not name."
+
+
 def narrate(rec: StepRecord, header: EpisodeHeader | None = None) -> list[str]:
     """The step in two or three short sentences, readable aloud: who acted and why; the one mechanism that
     mattered most at this step, if any (the Critic or the stagnation detector, then Gate-1, then memory); the
     score. The panels below hold the rest."""
     out = [actor_sentence(rec, header)]
     extra = srm_sentence(rec) if (rec.critic is not None and rec.critic.status in ("called", "failed")) else None
-    extra = extra or gate1_sentence(rec) or srm_sentence(rec) or task_focus_sentence(rec) or memory_sentence(rec)
+    extra = extra or gate1_sentence(rec) or srm_sentence(rec) or task_focus_sentence(rec) or \
+        sage_task_focus_sentence(rec) or memory_sentence(rec)
     if extra:
         out.append(extra)
     out.append(score_sentence(rec))
