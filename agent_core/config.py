@@ -59,7 +59,9 @@ class SwiftConfig:
     max_output_tokens: int = 32
     checkpoint_dir: str = "assets/swift"
     quantize: str = "int8"  # int8 dynamic quantization of the linear layers on a CPU ("none": float32)
-    unconstrained_beams: int = 3  # beams of the unconstrained search (its top-1 is the "invalid" test)
+    # candidates kept from the unconstrained search (its top-1 is Swift's guess and the `top1` invalid rule's
+    # test). The search runs in one batch with the valid ranking, with num_candidates beams like it
+    unconstrained_beams: int = 3
     # A `focus on` is scored against every focus target in view; below this margin (p(best) - p(second))
     # Swift is not sure which object, and the critical trigger hands the focus to Sage.
     focus_margin: float = 0.5

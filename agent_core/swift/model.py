@@ -249,6 +249,30 @@ class _Trie:
         return list(node.keys())
 
 
+def shared_cross_cache(layers, h, rows: int):
+    """A decoder cache for `rows` rows that all decode one encoding `h` (1 x L x d): the cross-attention keys and
+    values are projected once and expanded (a view, not a copy), and beam search's reordering leaves them alone
+    (every row holds the same ones). HF's default cache projects them for every beam and copies them at every
+    step of the search: most of a Swift step's decoding time on a long input."""
+    from transformers.cache_utils import DynamicCache, EncoderDecoderCache
+
+    class _Shared(EncoderDecoderCache):
+        def reorder_cache(self, beam_idx):
+            self.self_attention_cache.reorder_cache(beam_idx)
+
+    cross = DynamicCache()
+    for li, layer in enumerate(layers):
+        ca = layer.crossattention.self
+        shape = (*h.shape[:-1], -1, ca.attention_head_size)
+        k = ca.key(h).view(shape).transpose(1, 2)
+        v = ca.value(h).view(shape).transpose(1, 2)
+        cross.update(k.expand(rows, -1, -1, -1), v.expand(rows, -1, -1, -1), li)
+    cache = _Shared(DynamicCache(), cross)
+    for li in range(len(layers)):
+        cache.is_updated[li] = True
+    return cache
+
+
 class SwiftModel:
     """Loads a trained checkpoint (model + tokenizer) and decodes ranked actions on the CPU."""
 
@@ -283,6 +307,16 @@ class SwiftModel:
         # Inputs longer than the training truncation put tokens at positions the model never saw.
         trained = self.summary.get("args", {}).get("max_input")
         self.max_input_tokens = min(max_input_tokens, trained) if trained else max_input_tokens
+        self._target_ids: dict[str, list[int]] = {}  # an action's decoder tokens: the same actions recur every step
+
+    def targets(self, actions: Sequence[str]) -> list[list[int]]:
+        """target_ids of the actions (EOS-terminated, cut to max_output_tokens), tokenized once per action."""
+        new = [a for a in dict.fromkeys(actions) if a not in self._target_ids]
+        if new:
+            if len(self._target_ids) > 50_000:
+                self._target_ids.clear()
+            self._target_ids.update(zip(new, target_ids(self.tokenizer, new, self.max_output_tokens)))
+        return [self._target_ids[a] for a in actions]
 
     def _encode(self, text: str):
         import torch
@@ -293,32 +327,48 @@ class SwiftModel:
         return {"encoder_outputs": out, "attention_mask": enc["attention_mask"]}
 
     def _beam(self, enc, n: int, prefix_fn=None) -> list[tuple[str, float]]:
+        return self._search(enc, n, prefix_fn=prefix_fn)[0]
+
+    def _search(self, enc, n: int, prefix_fn=None, copies: int = 1, processor=None) -> list[list[tuple[str, float]]]:
+        """Beam search over `copies` copies of one encoding in one batch (each copy its own n beams; `processor`
+        may treat the copies differently), the ranked hypotheses of each copy."""
         import torch
 
         from transformers.modeling_outputs import BaseModelOutput
 
         # generate() expands encoder_outputs for its beams in place: hand it a fresh wrapper each call,
         # or the cached encoding grows n-fold per search (same ranking, n times the work)
-        kwargs = {"encoder_outputs": BaseModelOutput(last_hidden_state=enc["encoder_outputs"].last_hidden_state),
-                  "attention_mask": enc["attention_mask"]}
+        h = enc["encoder_outputs"].last_hidden_state
+        beams = max(n, 2)
+        kwargs = {"encoder_outputs": BaseModelOutput(last_hidden_state=h.expand(copies, -1, -1)),
+                  "attention_mask": enc["attention_mask"].expand(copies, -1)}
+        if processor is not None:
+            from transformers import LogitsProcessorList
+            kwargs["logits_processor"] = LogitsProcessorList([processor])
         with torch.inference_mode():
+            if is_minilm(self.model):  # the shared cache is written for the BERT decoder
+                kwargs["past_key_values"] = shared_cross_cache(self.model.decoder.bert.encoder.layer, h, copies * beams)
             # at least 2 beams: beam search is what returns sequence scores (greedy returns none). No early
             # stop: stopping once n hypotheses end keeps short ones (`focus on egg turtle` again) over a longer,
             # better-scoring action (`move egg turtle to orange box`); without it the constrained search found
             # the best valid action by full-sequence score on 45 of 45 recorded states (33 with it)
-            out = self.model.generate(**kwargs, num_beams=max(n, 2), num_return_sequences=max(n, 1),
+            out = self.model.generate(**kwargs, num_beams=beams, num_return_sequences=max(n, 1),
                                       max_new_tokens=self.max_output_tokens, output_scores=True,
                                       return_dict_in_generate=True, early_stopping=False,
                                       prefix_allowed_tokens_fn=prefix_fn, length_penalty=1.0)
         texts = self.tokenizer.batch_decode(out.sequences, skip_special_tokens=True)
         seq_scores = getattr(out, "sequences_scores", None)
         scores = seq_scores.tolist() if seq_scores is not None else [0.0] * len(texts)
-        seen: dict[str, float] = {}
-        for t, s in zip(texts, scores):
-            t = " ".join(t.split())
-            if t and t not in seen and not math.isinf(s):
-                seen[t] = float(s)
-        return sorted(seen.items(), key=lambda kv: -kv[1])
+        per = len(texts) // copies
+        results = []
+        for c in range(copies):
+            seen: dict[str, float] = {}
+            for t, sc in zip(texts[c * per:(c + 1) * per], scores[c * per:(c + 1) * per]):
+                t = " ".join(t.split())
+                if t and t not in seen and not math.isinf(sc):
+                    seen[t] = float(sc)
+            results.append(sorted(seen.items(), key=lambda kv: -kv[1]))
+        return results
 
     @staticmethod
     def summary_params(path: Path) -> str:
@@ -334,11 +384,10 @@ class SwiftModel:
         The decoder's cross-attention keys and values are computed once from the single encoding and shared
         by every row (a plain batch would project the encoder states once per action, ~100x the work)."""
         import torch
-        from transformers.cache_utils import DynamicCache, EncoderDecoderCache
 
         if not actions:
             return []
-        ids = target_ids(self.tokenizer, actions, self.max_output_tokens)
+        ids = self.targets(actions)
         n, width = len(ids), max(len(r) for r in ids)
         start = self.model.config.decoder_start_token_id
         inp = torch.full((n, width), self.tokenizer.pad_token_id, dtype=torch.long)
@@ -352,16 +401,7 @@ class SwiftModel:
         dec = self.model.decoder
         h = enc["encoder_outputs"].last_hidden_state.to(self.device)
         with torch.inference_mode():
-            cross = DynamicCache()
-            for li, layer in enumerate(dec.bert.encoder.layer):
-                ca = layer.crossattention.self
-                shape = (*h.shape[:-1], -1, ca.attention_head_size)
-                k = ca.key(h).view(shape).transpose(1, 2)
-                v = ca.value(h).view(shape).transpose(1, 2)
-                cross.update(k.expand(n, -1, -1, -1), v.expand(n, -1, -1, -1), li)
-            cache = EncoderDecoderCache(DynamicCache(), cross)
-            for li in range(len(dec.bert.encoder.layer)):
-                cache.is_updated[li] = True
+            cache = shared_cross_cache(dec.bert.encoder.layer, h, n)
             out = dec(input_ids=inp.to(self.device), attention_mask=mask.to(self.device),
                       encoder_hidden_states=h.expand(n, -1, -1),
                       encoder_attention_mask=enc["attention_mask"].expand(n, -1), past_key_values=cache, use_cache=True)
@@ -387,33 +427,59 @@ class SwiftModel:
     def candidates(self, text: str, n: int = 5) -> list[tuple[str, float]]:
         return self._beam(self._encode(text), n)
 
+    def _allowed(self, valid_actions: Sequence[str]):
+        """The next tokens a decoded prefix may take to stay on a valid action (EOS once one is complete)."""
+        trie = _Trie(self.targets(valid_actions))
+        start, eos = self.model.config.decoder_start_token_id, self.eos
+
+        def allowed(toks: list[int]) -> list[int]:
+            return trie.next_tokens(toks[1:] if toks and toks[0] == start else toks) or [eos]
+        return allowed
+
+    @staticmethod
+    def _as_valid(ranked: list[tuple[str, float]], valid_actions: Sequence[str]) -> list[tuple[str, float]]:
+        # decoded text may differ in case/spacing from the game's string (WordPiece): map back by key
+        valid = {action_key(v): " ".join(v.split()) for v in valid_actions}
+        return [(valid[action_key(a)], s) for a, s in ranked if action_key(a) in valid]
+
     def rank_valid(self, text: str, valid_actions: Sequence[str], n: int = 5, enc=None) -> list[tuple[str, float]]:
         """Beam search restricted to the valid actions' prefix tree: the best valid actions under the model."""
         if not valid_actions:
             return []
         enc = enc or self._encode(text)
-        ids = target_ids(self.tokenizer, valid_actions)
-        trie = _Trie(ids)
-        start = self.model.config.decoder_start_token_id
-        eos = self.eos
+        allowed = self._allowed(valid_actions)
+        ranked = self._beam(enc, min(n, len(valid_actions)), lambda _b, sent: allowed(sent.tolist()))
+        return self._as_valid(ranked, valid_actions)
 
-        def allowed(_batch_id, sent):
-            toks = sent.tolist()
-            prefix = toks[1:] if toks and toks[0] == start else toks
-            nxt = trie.next_tokens(prefix)
-            return nxt or [eos]
+    def _free_and_valid(self, enc, valid_actions: Sequence[str], n: int):
+        """The unconstrained search and the valid ranking in one batched beam search (n beams each): generate()'s
+        per-token overhead is paid once for both. On recorded states it returns the same top-1 as a separate
+        3-beam search and the same valid ranking (docs/BENCHMARKS.md)."""
+        import torch
+        from transformers import LogitsProcessor
 
-        ranked = self._beam(enc, min(n, len(valid_actions)), allowed)
-        # decoded text may differ in case/spacing from the game's string (WordPiece): map back by key
-        valid = {action_key(v): " ".join(v.split()) for v in valid_actions}
-        return [(valid[action_key(a)], s) for a, s in ranked if action_key(a) in valid]
+        allowed, beams = self._allowed(valid_actions), max(n, 2)
+
+        class FirstFreeRestValid(LogitsProcessor):
+            def __call__(self, input_ids, scores):
+                mask = torch.zeros_like(scores)
+                mask[beams:] = -math.inf  # rows of the second copy: only the valid actions' prefix tree
+                for row in range(beams, input_ids.shape[0]):
+                    mask[row, allowed(input_ids[row].tolist())] = 0
+                return scores + mask
+
+        free, ranked = self._search(enc, n, copies=2, processor=FirstFreeRestValid())
+        return free[:self.unconstrained_beams], self._as_valid(ranked, valid_actions)
 
     def propose(self, text: str, valid_actions: Sequence[str] | None, n: int = 5) -> SwiftProposal:
         t0 = time.perf_counter()
         enc = self._encode(text)
-        cands = self._beam(enc, min(n, self.unconstrained_beams))
+        if valid_actions and len(valid_actions) >= n and is_minilm(self.model):
+            cands, ranked = self._free_and_valid(enc, valid_actions, n)
+        else:
+            cands = self._beam(enc, min(n, self.unconstrained_beams))
+            ranked = self.rank_valid(text, valid_actions, n, enc=enc) if valid_actions else []
         top1 = cands[0][0] if cands else ""
-        ranked = self.rank_valid(text, valid_actions, n, enc=enc) if valid_actions else []
         action = ranked[0][0] if ranked else top1
         focus: list[tuple[str, float]] = []
         margin = None
