@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +15,22 @@ from agent_core.swift.format import SwiftState
 from agent_core.swift.model import SwiftProposal
 from agent_core.task_focus import focus_order, rule_for, target_names, unnamed_focus_actions
 from views.narration import narrate
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _step_detail_captions(trace, monkeypatch) -> str:
+    """The Run page (AppTest) replaying a trace: every caption of its step list, joined."""
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("SWIFTSAGE_RUNS_DIR", str(Path(trace).parent))  # the page opens traces under runs/
+    at = AppTest.from_file(str(ROOT / "pages" / "0_Run.py"), default_timeout=180)
+    at.query_params["trace"] = str(trace)
+    at.run()
+    assert not at.error, [e.value for e in at.error]
+    at.slider(key="run_rec_step").set_value(1).run()  # a replay opens before its first step
+    assert not at.exception, at.exception
+    return " ".join(c.value for c in at.caption)
 
 BOIL_TIN = ("Your task is to boil tin. For compounds without a boiling point, combusting the substance is also "
             "acceptable. First, focus on the substance. Then, take actions that will cause it to change its state.")
@@ -131,7 +148,7 @@ def test_narration_says_why_a_focus_was_not_an_option():
 
 
 @pytest.mark.parametrize("check", [True, False])
-def test_the_agent_passes_the_task_and_records_what_was_not_an_option(tmp_path, sw_env, check):
+def test_the_agent_passes_the_task_and_records_what_was_not_an_option(tmp_path, sw_env, check, monkeypatch):
     """The real controller and ScienceWorld (boil tin, test variation 22): the task reaches Swift's state, and the
     step record lists the focus targets that were not options; with the check off Swift's first focus is taken."""
     from agent_core.config import preset
@@ -159,13 +176,16 @@ def test_the_agent_passes_the_task_and_records_what_was_not_an_option(tmp_path, 
         assert len(rec.swift_focus_unnamed) >= 3 and rec.action == "look around" and not rec.failed
         assert all("tin" not in a.split() for a in rec.swift_focus_unnamed)
         assert "task_focus" in header.mechanisms
+        agent.step()  # a second step: the replay's step slider needs two
+        caps = _step_detail_captions(agent.trace_path, monkeypatch)  # the step detail lists them
+        assert "Not options for Swift" in caps and rec.swift_focus_unnamed[0] in caps
     else:  # the old behaviour: the first focus target in view, and the task ends at -100
         assert rec.swift_focus_unnamed == [] and rec.action.startswith("focus on") and rec.failed
         assert "task_focus" not in header.mechanisms
 
 
 @pytest.mark.parametrize("check", [True, False])
-def test_sage_is_not_offered_an_unnamed_focus_and_cannot_play_one(tmp_path, sw_env, check):
+def test_sage_is_not_offered_an_unnamed_focus_and_cannot_play_one(tmp_path, sw_env, check, monkeypatch):
     """The real controller and ScienceWorld (boil tin, test variation 22), Baseline: Swift's action is invalid, so
     Sage plans and picks. With sage.task_focus_check on, the focus targets the task does not name are not in
     Sage's numbered list, and Sage writing one of them anyway does not reach the game; off, it ends the task."""
@@ -194,6 +214,9 @@ def test_sage_is_not_offered_an_unnamed_focus_and_cannot_play_one(tmp_path, sw_e
         assert not rec.action.startswith("focus on") and not rec.failed
         assert "sage_task_focus" in mechanisms
         assert "was not played" in " ".join(narrate(rec))
+        agent.step()
+        caps = _step_detail_captions(agent.trace_path, monkeypatch)
+        assert "Not options for Sage" in caps and wrong[0] in caps
     else:
         assert rec.sage_focus_unnamed == [] and "sage_task_focus" not in mechanisms
         assert rec.action == wrong[0] and rec.failed

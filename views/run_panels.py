@@ -313,6 +313,11 @@ def render_step_detail(header: EpisodeHeader, r: StepRecord) -> None:
                 st.caption("Best valid actions: " + ", ".join(f"`{c.action}`" for c in r.swift_valid_ranked[:5]))
         else:
             st.caption("Swift was not asked at this step (the action came from the buffer).")
+        for who, unnamed in (("Swift", r.swift_focus_unnamed), ("Sage", r.sage_focus_unnamed)):
+            if unnamed:
+                st.caption(f"Not options for {who} (focus targets in view that the task does not name, or names "
+                           f"for later): " + ", ".join(f"`{a}`" for a in unnamed[:12])
+                           + (f" and {len(unnamed) - 12} more" if len(unnamed) > 12 else ""))
     with tabs[1]:
         _render_prompts(r)
     with tabs[2]:
