@@ -158,26 +158,30 @@ def test_int8_quantized_swift_decodes_valid_actions(sw_env):
         SwiftModel(DEFAULT_DIR, threads=1, quantize="int4")
 
 
-def test_the_fast_decoding_paths_choose_what_the_plain_ones_do(shipped, sw_env, monkeypatch):
+def test_the_fast_decoding_paths_choose_what_the_plain_ones_do(shipped, sw_env):
     """Two speed-ups of a Swift step (docs/BENCHMARKS.md): the cross-attention cache shared by every beam, and
     the unconstrained search batched with the valid ranking. Neither may change what Swift chooses."""
-    import agent_core.swift.model as swift_model
-
     q = SwiftModel(DEFAULT_DIR, threads=1, quantize="int8", unconstrained_beams=3)
     for task in ("find-living-thing", "boil", "chemistry-mix-paint-secondary-color"):
         valid, state = _first_state(sw_env, catalog().get(task))
         text = swift_input(state)
         enc = shipped._encode(text)
         shared = shipped._beam(enc, 5)
-        with monkeypatch.context() as mp:  # HF's own cache: keys/values per beam, reordered every step
-            mp.setattr(swift_model, "is_minilm", lambda _m: False)
+        shipped.fast_decoding = False  # HF's own cache: keys/values per beam, reordered every step
+        try:
             plain = shipped._beam(enc, 5)
+        finally:
+            shipped.fast_decoding = True
         assert [a for a, _ in shared] == [a for a, _ in plain]
         assert all(abs(x - y) < 1e-4 for (_, x), (_, y) in zip(shared, plain))
         # one batched search = a 3-beam free search + the 5-beam valid ranking, done separately
         prop = q.propose(text, valid, n=5)
+        q.fast_decoding = False
+        slow = q.propose(text, valid, n=5)
+        q.fast_decoding = True
         qenc = q._encode(text)
         free, ranked = q._beam(qenc, 3), q.rank_valid(text, valid, 5, enc=qenc)
+        assert slow.action == prop.action and slow.top1 == prop.top1
         assert prop.top1 == free[0][0] and 1 <= len(prop.candidates) <= 3
         assert prop.valid_ranked[0][0] == ranked[0][0] and len(prop.valid_ranked) == len(ranked)
         assert prop.action in valid

@@ -308,6 +308,9 @@ class SwiftModel:
         trained = self.summary.get("args", {}).get("max_input")
         self.max_input_tokens = min(max_input_tokens, trained) if trained else max_input_tokens
         self._target_ids: dict[str, list[int]] = {}  # an action's decoder tokens: the same actions recur every step
+        # the shared cross-attention cache and the batched searches (off: HF's own cache, two searches; the same
+        # choices, slower; benchmarks/swift_decoding.py compares the two)
+        self.fast_decoding = True
 
     def targets(self, actions: Sequence[str]) -> list[list[int]]:
         """target_ids of the actions (EOS-terminated, cut to max_output_tokens), tokenized once per action."""
@@ -346,7 +349,7 @@ class SwiftModel:
             from transformers import LogitsProcessorList
             kwargs["logits_processor"] = LogitsProcessorList([processor])
         with torch.inference_mode():
-            if is_minilm(self.model):  # the shared cache is written for the BERT decoder
+            if self.fast_decoding and is_minilm(self.model):  # the shared cache is written for the BERT decoder
                 kwargs["past_key_values"] = shared_cross_cache(self.model.decoder.bert.encoder.layer, h, copies * beams)
             # at least 2 beams: beam search is what returns sequence scores (greedy returns none). No early
             # stop: stopping once n hypotheses end keeps short ones (`focus on egg turtle` again) over a longer,
@@ -474,7 +477,7 @@ class SwiftModel:
     def propose(self, text: str, valid_actions: Sequence[str] | None, n: int = 5) -> SwiftProposal:
         t0 = time.perf_counter()
         enc = self._encode(text)
-        if valid_actions and len(valid_actions) >= n and is_minilm(self.model):
+        if self.fast_decoding and valid_actions and len(valid_actions) >= n and is_minilm(self.model):
             cands, ranked = self._free_and_valid(enc, valid_actions, n)
         else:
             cands = self._beam(enc, min(n, self.unconstrained_beams))
