@@ -220,3 +220,16 @@ def test_sage_is_not_offered_an_unnamed_focus_and_cannot_play_one(tmp_path, sw_e
     else:
         assert rec.sage_focus_unnamed == [] and "sage_task_focus" not in mechanisms
         assert rec.action == wrong[0] and rec.failed
+
+
+def test_narration_of_sage_s_task_check_only_where_it_decided():
+    from agent_core.trace import StepRecord
+
+    def rec(action, notes=()):
+        return StepRecord(step=9, action=action, system="sage", observation="", look="", inventory="", score=0,
+                          reward=0, moves=9, done=False, failed=False, room="workshop", notes=list(notes),
+                          sage_focus_unnamed=["focus on inclined plane b", "focus on stopwatch"])
+    assert "2 others in view were not in its list" in " ".join(narrate(rec("focus on inclined plane a")))
+    assert "not in its list" not in " ".join(narrate(rec("go to hallway")))  # the shorter list did not decide
+    refused = rec("look around", ["not played: 'focus on stopwatch' focuses on an object the task does not name"])
+    assert "so it was not played" in " ".join(narrate(refused))

@@ -4,7 +4,7 @@ diagnosed, and what changed in the score. The Run page shows them above the pane
 narration reads as a text track; the exported HTML carries them too. Pure functions, no Streamlit."""
 from __future__ import annotations
 
-from agent_core.actions import action_key
+from agent_core.actions import action_key, is_focus
 from agent_core.config import ControllerConfig
 from agent_core.srm.gate1 import REASONS
 from agent_core.trace import EpisodeHeader, StepRecord
@@ -185,10 +185,11 @@ def sage_task_focus_sentence(rec: StepRecord) -> str | None:
     if blocked:
         return (f"Sage chose a 'focus on' an object the task does not name, so it was not played "
                 f"(a wrong focus ends the task).")
-    if rec.system != "sage":
-        return None
+    if rec.system != "sage" or not is_focus(rec.action):
+        return None  # the list was shorter, but it did not decide this step: the memory sentence may say more
     n = len(rec.sage_focus_unnamed)
-    return f"Sage's options left out {n} 'focus on' target{'s' if n != 1 else ''} the task does not name."
+    return (f"Sage chose among the focus targets the task names: {n} other{'s' if n != 1 else ''} in view "
+            f"{'were' if n != 1 else 'was'} not in its list.")
 
 
 def narrate(rec: StepRecord, header: EpisodeHeader | None = None) -> list[str]:
