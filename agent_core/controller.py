@@ -217,6 +217,7 @@ class _Step:
     retrievals: list[MemoryRetrieval] = field(default_factory=list)
     writes: list[MemoryWrite] = field(default_factory=list)
     sage_unnamed: list[str] | None = None  # focus targets the task does not name, once Sage needed them
+    refused: list[str] = field(default_factory=list)  # buffered commands that landed on one of them
 
 
 @contextmanager
@@ -557,6 +558,7 @@ class Agent:
         self._sage_options(w, valid)
         if action_key(action) not in {action_key(a) for a in w.sage_unnamed or []}:
             return False
+        w.refused.append(action)
         w.notes.append(f"not played: '{action}' focuses on an object the task does not name (or names for later)")
         return True
 
@@ -949,7 +951,7 @@ class Agent:
             swift_top1=prop.top1 if prop else None,
             swift_valid_ranked=[SwiftCandidate(a, round(s, 4), True) for a, s in prop.valid_ranked] if prop else [],
             swift_focus_unnamed=list(prop.focus_unnamed) if prop else [],
-            sage_focus_unnamed=list(w.sage_unnamed or []),
+            sage_focus_unnamed=list(w.sage_unnamed or []), sage_focus_refused=list(w.refused),
             plan=dict(st.plan) if st.plan else plan_before, buffer_before=w.buffer_before,
             buffer_after=[b.text for b in st.buffer], buffer_after_sources=[b.source for b in st.buffer],
             mappings=w.mappings, gate1=w.gate1, menu=w.menu, critic=w.critic, llm_calls=w.llm_calls,

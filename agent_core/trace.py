@@ -223,6 +223,7 @@ class StepRecord:
     # Sage was called; these focus targets in view were left out of its options (and not played when it wrote
     # one itself) because the task does not name them (sage.task_focus_check)
     sage_focus_unnamed: list[str] = field(default_factory=list)
+    sage_focus_refused: list[str] = field(default_factory=list)  # buffered commands among them: not played
     plan: dict[str, str] = field(default_factory=dict)  # Q1..Q5
     buffer_before: list[str] = field(default_factory=list)
     buffer_after: list[str] = field(default_factory=list)

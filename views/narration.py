@@ -181,8 +181,7 @@ def sage_task_focus_sentence(rec: StepRecord) -> str | None:
     """Sage acted (or tried to) with focus targets left out of its options because the task does not name them."""
     if not rec.sage_focus_unnamed:
         return None
-    blocked = [n for n in rec.notes if n.startswith("not played:")]
-    if blocked:
+    if rec.sage_focus_refused:
         return (f"Sage chose a 'focus on' an object the task does not name, so it was not played "
                 f"(a wrong focus ends the task).")
     if rec.system != "sage" or not is_focus(rec.action):
