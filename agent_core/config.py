@@ -87,6 +87,12 @@ class SageConfig:
     swift_choices: int = 8  # of which at most this many are Swift's best valid actions (a wider beam)
     max_picks: int = 1  # commands Sage picks for the buffer (a small model picks best one at a time)
     choose_max_tokens: int = 24  # "3, 7, 12" needs a handful of tokens
+    # the numbered pick is the next turn of the plan's conversation (prompts/choose_turn.txt), so the model reads
+    # only the list; off: one new prompt that repeats the context and the plan (prompts/choose.txt)
+    choose_turn: bool = True
+    # with choose_turn: "command" shows the list as "- command" lines and Sage copies the command it picks; "number"
+    # numbers the list and asks for a number (the 1.5B default model answered "11" to 8 of 8 such lists)
+    choose_reply: str = "command"
     look_chars: int = 900  # the room description shown to Sage is clipped to this
     history_obs_chars: int = 160  # each past observation in Sage's prompts is clipped to this
     temperature: float = 0.0
@@ -139,9 +145,11 @@ class LLMConfig:
     timeout_s: float = 120.0
     max_retries: int = 2
     n_ctx: int = 4096
-    # llama.cpp threads spin-wait: sharing cores with the JVM and Swift, one thread beats two (measured:
-    # 16 s vs 62 s for one SmolLM2 call under load). More cores: all but one.
-    n_threads: int = field(default_factory=lambda: max(1, (os.cpu_count() or 2) - 1))
+    # 0 = auto, chosen at the start of every call (llm/embedded.py, `auto_threads`): every core when the others are
+    # idle (an agent waiting for Sage leaves them idle: 2 threads read a prompt ~1.8x faster than 1 on 2 cores), one
+    # core fewer per busy one otherwise, since llama.cpp threads spin-wait and a thread sharing its core with another
+    # process stalls the rest (measured: 16 s vs 62 s for one SmolLM2 call with the test suite running). n > 0: n.
+    n_threads: int = 0
 
 
 @dataclass

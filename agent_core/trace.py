@@ -65,6 +65,7 @@ class LLMCall:
     completion_tokens: int = 0
     latency_s: float = 0.0
     error: str | None = None
+    cpu_threads: int = 0  # the embedded model's CPU threads for this call (0: not an embedded call, or not known)
 
 
 @dataclass

@@ -38,6 +38,7 @@ import streamlit as st  # noqa: E402
 
 from agent_core.config import PRESETS, Config, LLMConfig, SwiftConfig, apply_overrides, preset  # noqa: E402
 from agent_core.env import SPLITS, catalog  # noqa: E402
+from agent_core.llm.base import turn_text  # noqa: E402
 from agent_core.llm.embedded import MODELS as EMBEDDED_MODELS  # noqa: E402
 from agent_core.trace import TraceError, has_summary, list_traces, read_episode  # noqa: E402
 from views import next_hint as records_next_hint, pending_actions, render_episode  # noqa: E402
@@ -77,7 +78,7 @@ class _AnnouncingLLM:
 
     def chat(self, messages, **kwargs):
         if self.on_call is not None:
-            self.on_call(messages if isinstance(messages, str) else str(messages))
+            self.on_call(turn_text(messages))
         if self.cancel is not None:
             kwargs.setdefault("cancel", self.cancel)
         return self._inner.chat(messages, **kwargs)
@@ -384,9 +385,10 @@ def live_sidebar() -> dict[str, Any]:
         timeout = st.number_input("Sage call timeout (s)", min_value=5, max_value=1800,
                                   key="run_llm_timeout", help="A model call that takes longer is stopped and recorded "
                                   "as an error; the agent then falls back to Swift's action (`llm.timeout_s`).")
-        threads = st.number_input("LLM CPU threads (embedded)", min_value=1, max_value=64,
-                                  key="run_llm_threads", help="Threads llama.cpp uses (`llm.n_threads`). On a busy "
-                                  "machine fewer threads can be faster.")
+        threads = st.number_input("LLM CPU threads (embedded; 0 = auto)", min_value=0, max_value=64,
+                                  key="run_llm_threads", help="Threads llama.cpp uses (`llm.n_threads`). 0 chooses at "
+                                  "every call: all cores when the others are idle, one fewer per busy core (a "
+                                  "llama.cpp thread sharing its core with another program stalls the rest).")
         limit = st.number_input("Step limit", min_value=1, max_value=1000,
                                 key="run_step_limit", help="The episode ends after this many steps "
                                 "(`env.step_limit`, 100 in the paper's protocol).")

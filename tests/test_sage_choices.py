@@ -66,32 +66,43 @@ def test_build_choices_ranks_the_rest_by_similarity_to_the_plan():
     assert "activate stove" in opts and "look at stove" in opts
 
 
-def _agent(tmp_path, swift, llm, sw_env, **controller):
+def _agent(tmp_path, swift, llm, sw_env, **settings):
+    """settings: controller.* or sage.* fields by name."""
     cfg = preset("baseline")
-    for k, v in controller.items():
-        setattr(cfg.controller, k, v)
+    for k, v in settings.items():
+        setattr(cfg.controller if hasattr(cfg.controller, k) else cfg.sage, k, v)
     return Agent(cfg, ScriptedSwift(swift), llm, env=sw_env, runs_dir=tmp_path)
 
 
-def test_agent_grounds_through_numbers_to_exact_valid_actions(tmp_path, sw_env):
+@pytest.mark.parametrize("reply", ["number", "command"])
+def test_agent_grounds_through_the_list_to_exact_valid_actions(tmp_path, sw_env, reply):
+    """sage.choose_reply: "number" numbers the list and reads a number; "command" lists "- command" lines (the
+    1.5B model answers "11" to numbered lists whatever they hold) and reads the command copied back."""
     def llm(prompt: str) -> str:
         if "Answer the five questions" in prompt:
             return PLAN
-        opts = [line.split(". ", 1) for line in prompt.split("Commands the game accepts right now")[1].splitlines()
-                if line[:1].isdigit()]
-        by_text = {t: n for n, t in opts}
-        return f"99, {by_text['go to kitchen']}"  # one out of range, then a good one
+        lines = prompt.split("Commands the game accepts right now")[1].splitlines()
+        if reply == "number":
+            by_text = {t: n for n, t in (line.split(". ", 1) for line in lines if line[:1].isdigit())}
+            return f"99, {by_text['go to kitchen']}"  # one out of range, then a good one
+        listed = [line[2:] for line in lines if line.startswith("- ")]
+        assert "go to kitchen" in listed and not any(line[:1].isdigit() for line in lines)
+        return "**Go to kitchen.**"  # decorated, as small models write it
 
-    agent = _agent(tmp_path, ["fly to the moon"], ScriptedBackend(llm), sw_env)
+    agent = _agent(tmp_path, ["fly to the moon"], ScriptedBackend(llm), sw_env, choose_reply=reply)
     agent.start("boil", catalog().get("boil").test[0], split="test")
     r = agent.step()
     assert r.system == "sage" and r.action == "go to kitchen" and r.room == "kitchen"
     ground = r.llm_calls[1]
-    assert ground.purpose == "ground" and "1. " in ground.prompt and "Reply with its number only" in ground.prompt
-    # both prompts start with the same context, so llama.cpp re-reads nothing it has already read
-    context = r.llm_calls[0].prompt.split("Answer the five questions")[0]
-    assert ground.prompt.startswith(context.rstrip("\n"))
-    assert any("option 99 is not in the list" in n for n in r.notes)
+    assert ground.purpose == "ground"
+    assert ("Reply with its number only" if reply == "number" else "copied exactly from the list") in ground.prompt
+    # the pick is the next turn of the plan's conversation: the plan prompt and Sage's own plan come first, word
+    # for word, so llama.cpp re-reads nothing it has already read and only the list is new
+    plan = r.llm_calls[0]
+    assert ground.prompt.startswith(f"[user]\n{plan.prompt}\n\n[assistant]\n{plan.output}\n\n[user]\nCommands the game")
+    if reply == "number":
+        assert any("option 99 is not in the list" in n for n in r.notes)
+    assert any(n.startswith("Sage picked 'go to kitchen' (option ") for n in r.notes)
 
 
 def test_critical_review_offers_the_focus_targets(tmp_path, sw_env):
@@ -101,7 +112,7 @@ def test_critical_review_offers_the_focus_targets(tmp_path, sw_env):
         if "Answer the five questions" in prompt:
             return PLAN
         seen["choose"] = prompt
-        return "1"
+        return next(line[2:] for line in prompt.splitlines() if line.startswith("- "))  # the first command listed
 
     task = "find-living-thing"
     agent = _agent(tmp_path, lambda s, v: next(a for a in v if a.startswith("focus on")), ScriptedBackend(llm), sw_env,
@@ -109,8 +120,7 @@ def test_critical_review_offers_the_focus_targets(tmp_path, sw_env):
     agent.start(task, catalog().get(task).test[0], split="test")
     r = agent.step()
     assert r.trigger.name == "critical" and r.system == "sage"
-    listed = [line.split(". ", 1)[1] for line in seen["choose"].split("accepts right now")[1].splitlines()
-              if line[:1].isdigit()]
+    listed = [line[2:] for line in seen["choose"].split("accepts right now")[1].splitlines() if line.startswith("- ")]
     assert sum(a.startswith("focus on") for a in listed) >= 2  # the targets in view are compared
     assert "ends the task at once when it names the wrong object" in seen["choose"]
     assert r.action == listed[0]

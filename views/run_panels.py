@@ -274,7 +274,8 @@ def _render_prompts(r: StepRecord) -> None:
         st.caption("No model call at this step.")
     for i, c in enumerate(r.llm_calls, 1):
         st.markdown(f"**{i}. {c.purpose}** · {c.backend} `{c.model}` · {c.latency_s:.1f} s · "
-                    f"{c.prompt_tokens} prompt + {c.completion_tokens} output tokens")
+                    f"{c.prompt_tokens} prompt + {c.completion_tokens} output tokens"
+                    + (f" · {c.cpu_threads} CPU thread{'s' if c.cpu_threads > 1 else ''}" if c.cpu_threads else ""))
         st.caption("Prompt (exactly as sent)")
         st.code(c.prompt, language=None, wrap_lines=True, height=220)
         st.caption("Raw output" if not c.error else "Error")

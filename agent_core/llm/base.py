@@ -73,6 +73,15 @@ def as_messages(prompt: str | Sequence[Message], system: str | None = None) -> l
     return msgs
 
 
+def turn_text(messages: str | Sequence[Message]) -> str:
+    """The message a call answers: the prompt itself, or the last user turn of a conversation (Sage's numbered
+    pick continues the plan's conversation: its last turn is the list)."""
+    if isinstance(messages, str):
+        return messages
+    users = [m["content"] for m in messages if m.get("role") == "user"]
+    return users[-1] if users else prompt_text(messages)
+
+
 def prompt_text(messages: Sequence[Message]) -> str:
     """The exact prompt as one readable string, for step records and the app."""
     return "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in messages)

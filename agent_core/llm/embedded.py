@@ -14,6 +14,7 @@ from __future__ import annotations
 import atexit
 import hashlib
 import importlib.util
+import math
 import os
 import threading
 import time
@@ -118,6 +119,36 @@ def _close_all() -> None:
     _LOADED.clear()
 
 
+def busy_cores(window_s: float = 0.15) -> float | None:
+    """How many cores are busy right now, system-wide (Linux /proc/stat over a short window); None elsewhere."""
+    def snap() -> tuple[int, int]:
+        with open("/proc/stat") as fh:
+            ticks = [int(x) for x in fh.readline().split()[1:9]]
+        return sum(ticks), ticks[3] + ticks[4]  # all, idle + iowait
+
+    try:
+        total0, idle0 = snap()
+        time.sleep(window_s)
+        total1, idle1 = snap()
+    except (OSError, ValueError, IndexError):
+        return None
+    if total1 <= total0:
+        return None
+    return (1.0 - (idle1 - idle0) / (total1 - total0)) * (os.cpu_count() or 1)
+
+
+def auto_threads(busy: float | None = None) -> int:
+    """llama.cpp threads for a call that starts now (`llm.n_threads = 0`): every core, less one per core that
+    something else keeps busy (rounded down after the first 0.3 of a core, so a page redraw does not count).
+    Without a reading (not Linux), all cores but one, the safe choice."""
+    n = os.cpu_count() or 1
+    if busy is None:
+        busy = busy_cores()
+    if busy is None:
+        return max(1, n - 1)
+    return max(1, n - math.ceil(max(0.0, busy - 0.3)))
+
+
 def _set_threads(llm, n: int) -> None:
     """Use n CPU threads for this call on the shared model (one loaded copy whatever the thread setting)."""
     if getattr(llm, "_swiftsage_threads", None) == n:
@@ -136,14 +167,15 @@ class EmbeddedBackend(LLMBackend):
     name = "embedded"
     queue_timeout = 900.0  # the longest wait for other sessions' calls before this one starts (seconds)
 
-    def __init__(self, model: str = DEFAULT_MODEL, n_ctx: int | None = None, n_threads: int = 2,
+    def __init__(self, model: str = DEFAULT_MODEL, n_ctx: int | None = None, n_threads: int = 0,
                  timeout: float = 300.0, seed: int = 0):
         if model not in MODELS:
             raise ValueError(f"unknown embedded model {model!r}; choose one of: {', '.join(MODELS)}")
         self.spec = MODELS[model]
         self.model = self.spec.title
         self.n_ctx = n_ctx or self.spec.n_ctx
-        self.n_threads = n_threads
+        self.n_threads = n_threads  # 0: auto_threads() at each call
+        self.last_threads = 0  # what the last call used
         self.timeout = timeout
         self.seed = seed
         self._llm = None
@@ -156,8 +188,9 @@ class EmbeddedBackend(LLMBackend):
                     from llama_cpp import Llama  # heavy import, only when a model is really used
 
                     path = model_path(self.spec.key)
-                    _LOADED[key] = Llama(model_path=str(path), n_ctx=self.n_ctx, n_threads=self.n_threads,
-                                         n_threads_batch=self.n_threads, seed=self.seed, verbose=False)
+                    n = self.n_threads or os.cpu_count() or 1
+                    _LOADED[key] = Llama(model_path=str(path), n_ctx=self.n_ctx, n_threads=n,
+                                         n_threads_batch=n, seed=self.seed, verbose=False)
                 self._llm = _LOADED[key]
         return self._llm
 
@@ -181,7 +214,9 @@ class EmbeddedBackend(LLMBackend):
         t0 = time.perf_counter()
         try:
             try:
-                _set_threads(llm, self.n_threads)
+                # measured after the lock: the call before this one (another session's) is not "something else"
+                self.last_threads = self.n_threads or auto_threads()
+                _set_threads(llm, self.last_threads)
                 # Streaming is the only way to stop llama.cpp mid-generation: the deadline is checked per token.
                 stream = llm.create_chat_completion(
                     messages=as_messages(messages), max_tokens=max_tokens, temperature=temperature,
@@ -214,7 +249,8 @@ class EmbeddedBackend(LLMBackend):
             _LOCK.release()
         latency = time.perf_counter() - t0
         return ChatResult(text="".join(parts), prompt_tokens=max(0, total - n_chunks), completion_tokens=n_chunks,
-                          latency_s=latency, backend=self.name, model=self.model, finish_reason=finish)
+                          latency_s=latency, backend=self.name, model=self.model, finish_reason=finish,
+                          extra={"threads": str(self.last_threads)})
 
 
 def main() -> None:

@@ -5,14 +5,15 @@ import threading
 import time
 from typing import Callable, Sequence
 
-from .base import ChatResult, LLMBackend, LLMCancelled, LLMError, LLMExhausted, Message, as_messages, prompt_text
+from .base import (ChatResult, LLMBackend, LLMCancelled, LLMError, LLMExhausted, Message, as_messages, prompt_text,
+                   turn_text)
 
 Script = Sequence[str | Exception] | Callable[[str], str]
 
 
 class ScriptedBackend(LLMBackend):
     """Outputs come from a list (in order; an Exception item is raised) or from a function of the
-    prompt. Every call is kept in `calls` so tests can assert what the agent asked."""
+    message being answered (the prompt, or a conversation's last user turn: `turn_text`). Every call is kept in `calls` so tests can assert what the agent asked."""
 
     name = "scripted"
 
@@ -31,7 +32,7 @@ class ScriptedBackend(LLMBackend):
         prompt = prompt_text(as_messages(messages))
         self.calls.append(prompt)
         if self._fn is not None:
-            text = self._fn(prompt)
+            text = self._fn(turn_text(messages))
         else:
             if not self._items:
                 raise LLMExhausted(self.name, f"script exhausted after {len(self.calls) - 1} calls")

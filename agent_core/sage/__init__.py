@@ -24,6 +24,7 @@ from ..actions import (MOVE_VERBS, action_key, argument_of, canonical, is_focus,
                        same_verb_class, self_referential, strip_decorations, verb_of)
 from ..config import SageConfig
 from ..llm import LLMBackend, LLMError
+from ..llm.base import Message, prompt_text
 from ..trace import ActionMapping, LLMCall
 from .choices import build_choices, format_choices, parse_choices
 
@@ -197,19 +198,26 @@ class Sage:
         self.embedder = embedder  # ranks valid actions by similarity to the plan (numbered grounding)
         if self.cfg.grounding not in ("numbered", "free"):
             raise ValueError(f"sage.grounding={self.cfg.grounding!r}: use 'numbered' or 'free'")
+        if self.cfg.choose_reply not in ("command", "number"):
+            raise ValueError(f"sage.choose_reply={self.cfg.choose_reply!r}: use 'command' or 'number'")
         self.context_template = load_prompt("context")
+        self.state_template = load_prompt("state")
         self.plan_template = load_prompt("plan")
         self.choose_template = load_prompt("choose")
+        self.choose_turn_template = load_prompt("choose_turn")
         self.ground_template = load_prompt("ground")
         self.example_template = load_prompt("example")
         self.focus_template = load_prompt("focus")
 
-    def _call(self, purpose: str, prompt: str, max_tokens: int, stop: list[str] | None = None) -> LLMCall:
-        call = LLMCall(purpose=purpose, backend=self.llm.name, model=self.llm.model or "", prompt=prompt)
+    def _call(self, purpose: str, prompt: str | list[Message], max_tokens: int,
+              stop: list[str] | None = None) -> LLMCall:
+        shown = prompt if isinstance(prompt, str) else prompt_text(prompt)
+        call = LLMCall(purpose=purpose, backend=self.llm.name, model=self.llm.model or "", prompt=shown)
         try:
             r = self.llm.chat(prompt, max_tokens=max_tokens, temperature=self.cfg.temperature, stop=stop)
             call.output, call.prompt_tokens, call.completion_tokens = r.text, r.prompt_tokens, r.completion_tokens
             call.latency_s, call.model = r.latency_s, r.model
+            call.cpu_threads = int(r.extra.get("threads", 0) or 0)
         except LLMError as e:
             call.error = str(e)
         except Exception as e:  # noqa: BLE001 - e.g. a RuntimeError inside llama.cpp: recorded, Swift acts
@@ -221,17 +229,22 @@ class Sage:
                          for d, a in ctx.worked_examples[: self.cfg.worked_examples])
 
     def context(self, ctx: SageContext) -> str:
-        """The part both prompts start with: fixed text first, what changes each step last (cache-friendly)."""
-        memory = f"{ctx.memory}\n" if ctx.memory else ""  # AMM's block, with its own "hints only" header
+        """What stays the same through an episode (prompts/context.txt: instructions, the worked example, the task).
+        Every Sage prompt starts with it, so llama.cpp (or a vLLM prefix cache) reads it once per episode."""
         examples = self._examples(ctx)
-        return self.context_template.format(
-            examples=f"\n{examples}\n" if examples else "", task=ctx.task, look=_clip(ctx.look, self.cfg.look_chars),
-            inventory=_clip(ctx.inventory, 200), score=int(ctx.score), time=ctx.time,
-            history=_history(ctx, self.cfg.grounding_history_k, self.cfg.history_obs_chars), memory=memory,
-            called_because=(ctx.called_because + "\n") if ctx.called_because else "").rstrip("\n") + "\n"
+        return self.context_template.format(examples=f"\n{examples}\n" if examples else "", task=ctx.task)
+
+    def state(self, ctx: SageContext) -> str:
+        """What changes step to step (prompts/state.txt): the room, inventory, score, recent steps, memory hints."""
+        memory = f"{ctx.memory}\n" if ctx.memory else ""  # AMM's block, with its own "hints only" header
+        return self.state_template.format(
+            look=_clip(ctx.look, self.cfg.look_chars), inventory=_clip(ctx.inventory, 200), score=int(ctx.score),
+            time=ctx.time, history=_history(ctx, self.cfg.grounding_history_k, self.cfg.history_obs_chars),
+            memory=memory, called_because=(ctx.called_because + "\n") if ctx.called_because else "").rstrip("\n") + "\n"
 
     def plan_prompt(self, ctx: SageContext) -> str:
-        return self.plan_template.format(context=self.context(ctx))
+        """The questions come before the state, so they are part of what llama.cpp has already read."""
+        return self.plan_template.format(context=self.context(ctx), state=self.state(ctx))
 
     def options(self, ctx: SageContext, plan: dict[str, str]) -> list[str]:
         """The numbered list for this call (choices.py): Swift's ranking, the focus targets under review, then
@@ -243,11 +256,28 @@ class Sage:
     def choose_prompt(self, ctx: SageContext, plan: dict[str, str], options: Sequence[str]) -> str:
         plan_text = "\n".join(f"{q}: {plan[q]}" for q in QUESTIONS if q in plan) or "(no plan)"
         note = FOCUS_NOTE if any(is_focus(o) for o in options) else ""
-        return self.choose_template.format(context=self.context(ctx), plan=plan_text, options=format_choices(options),
-                                           focus_note=note, more=(
-                                               "" if self.cfg.max_picks <= 1 else
-                                               f" (or up to {self.cfg.max_picks} numbers in order, when several "
-                                               f"commands in a row are clearly needed)"))
+        return self.choose_template.format(context=self.context(ctx), state=self.state(ctx), plan=plan_text,
+                                           options=format_choices(options),
+                                           focus_note=note, more=self._more())
+
+    def choose_messages(self, ctx: SageContext, plan_reply: str, options: Sequence[str]) -> list[Message]:
+        """The numbered pick as the next turn of the plan's own conversation (`sage.choose_turn`): the model
+        reads only the list, since the context and its own plan are the conversation so far (llama.cpp keeps
+        them in its cache, a vLLM server in its prefix cache)."""
+        note = FOCUS_NOTE if any(is_focus(o) for o in options) else ""
+        by_number = self.cfg.choose_reply == "number"
+        reply = (f"Reply with its number only{self._more()}." if by_number else
+                 "Reply with that command only, copied exactly from the list" + (
+                     "" if self.cfg.max_picks <= 1 else f" (or up to {self.cfg.max_picks} commands, one per line, "
+                                                        f"when several in a row are clearly needed)") + ".")
+        turn = self.choose_turn_template.format(options=format_choices(options, numbered=by_number), focus_note=note,
+                                                reply=reply)
+        return [{"role": "user", "content": self.plan_prompt(ctx)}, {"role": "assistant", "content": plan_reply},
+                {"role": "user", "content": turn.strip() + "\n"}]
+
+    def _more(self) -> str:
+        return ("" if self.cfg.max_picks <= 1 else f" (or up to {self.cfg.max_picks} numbers in order, when several "
+                                                   f"commands in a row are clearly needed)")
 
     def ground_prompt(self, ctx: SageContext, plan: dict[str, str]) -> str:
         plan_text = "\n".join(f"{q}: {plan[q]}" for q in QUESTIONS if q in plan) or "(no plan)"
@@ -300,7 +330,9 @@ class Sage:
         res.problems += [f"plan: {p}" for p in problems]
         if self.cfg.grounding == "numbered" and ctx.valid:
             res.options = self.options(ctx, res.plan)
-            ground_call = self._call("ground", self.choose_prompt(ctx, res.plan, res.options), self.cfg.choose_max_tokens)
+            prompt = (self.choose_messages(ctx, plan_call.output, res.options) if self.cfg.choose_turn
+                      else self.choose_prompt(ctx, res.plan, res.options))
+            ground_call = self._call("ground", prompt, self.cfg.choose_max_tokens)
         else:
             ground_call = self._call("ground", self.ground_prompt(ctx, res.plan), self.cfg.ground_max_tokens)
         res.llm_calls.append(ground_call)

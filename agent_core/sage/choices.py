@@ -61,8 +61,10 @@ def build_choices(valid: Sequence[str], plan_text: str, swift_ranked: Sequence[s
     return sorted(picked, key=lambda a: (first_of_verb[verb_of(a) or a.split()[0]], rank[a]))
 
 
-def format_choices(options: Sequence[str]) -> str:
-    return "\n".join(f"{i}. {a}" for i, a in enumerate(options, 1))
+def format_choices(options: Sequence[str], numbered: bool = True) -> str:
+    """`1. go to kitchen` lines, or `- go to kitchen` where Sage answers with the command itself (a 1.5B model
+    asked for a number answers "11" whatever the list holds: docs/BENCHMARKS.md)."""
+    return "\n".join(f"{i}. {a}" if numbered else f"- {a}" for i, a in enumerate(options, 1))
 
 
 _INT = re.compile(r"(?<![\w.])#?(\d{1,3})(?![\w])")

@@ -118,6 +118,7 @@ class Critic:
             r = self.llm.chat(prompt, max_tokens=self.cfg.critic_max_tokens, temperature=self.temperature)
             call.output, call.prompt_tokens, call.completion_tokens = r.text, r.prompt_tokens, r.completion_tokens
             call.latency_s, call.model = r.latency_s, r.model
+            call.cpu_threads = int(r.extra.get("threads", 0) or 0)
         except Exception as e:  # noqa: BLE001 - LLMError, or e.g. a RuntimeError inside llama.cpp: never raised
             call.error = str(e) if isinstance(e, LLMError) else f"{type(e).__name__} in the {self.llm.name} backend: {e}"
             call.latency_s = time.perf_counter() - t0
