@@ -90,9 +90,10 @@ class SageConfig:
     # the numbered pick is the next turn of the plan's conversation (prompts/choose_turn.txt), so the model reads
     # only the list; off: one new prompt that repeats the context and the plan (prompts/choose.txt)
     choose_turn: bool = True
-    # with choose_turn: "command" shows the list as "- command" lines and Sage copies the command it picks; "number"
-    # numbers the list and asks for a number (the 1.5B default model answered "11" to 8 of 8 such lists)
-    choose_reply: str = "command"
+    # with choose_turn: "number" numbers the list and asks for a number; "command" shows it as "- command" lines and
+    # Sage copies the command it picks. The 1.5B default answers "11" to nearly every numbered list, yet on the 30
+    # Baseline episodes its picks by content scored lower (docs/BENCHMARKS.md), so "number" stays the default
+    choose_reply: str = "number"
     look_chars: int = 900  # the room description shown to Sage is clipped to this
     history_obs_chars: int = 160  # each past observation in Sage's prompts is clipped to this
     temperature: float = 0.0

@@ -6,9 +6,9 @@
 Step 1 plays the Baseline on the first test variation of a few tasks with a scripted LLM (instant, always
 "option 1") and records the `SageContext` of every Sage planning call (task, room, history, the valid actions,
 Swift's ranking) to `benchmarks/results/sage_contexts.json`. Step 2 replays those contexts through Sage with
-the embedded default model (Qwen2.5-Coder-1.5B, llama.cpp, 2 threads), once per variant (`sage.*` overrides,
-`;`-separated), interleaved context by context, and prints per variant the p50 of the plan, the pick and
-the whole call, the tokens read and written, and where in the numbered list the picks fell.
+the embedded default model (Qwen2.5-Coder-1.5B, llama.cpp, `llm.n_threads`: all cores when idle), once per
+variant (`sage.*` overrides, `;`-separated), variant by variant, and prints per variant the p50 of the plan, the
+pick and the whole call, the plan's length, and where in the list the picks fell.
 Run it with nothing else on the cores: llama.cpp uses both.
 """
 from __future__ import annotations

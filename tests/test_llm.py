@@ -155,3 +155,48 @@ def test_scripted_backend_and_factory():
         make_backend(LLMConfig(backend="gpt"))
     with pytest.raises(ValueError, match="unknown embedded model"):
         make_backend(LLMConfig(backend="embedded", embedded_model="llama-70b"))
+
+
+def test_embedded_threads_follow_the_idle_cores(monkeypatch):
+    """llm.n_threads = 0 (the default): every core when nothing else runs, one fewer per busy core, never 0."""
+    import os
+
+    from agent_core.llm import embedded
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    assert embedded.auto_threads(busy=0.0) == 4
+    assert embedded.auto_threads(busy=0.25) == 4  # a page redraw is not a busy core
+    assert embedded.auto_threads(busy=0.9) == 3
+    assert embedded.auto_threads(busy=2.0) == 2
+    assert embedded.auto_threads(busy=7.0) == 1
+    monkeypatch.setattr(embedded, "busy_cores", lambda window_s=0.15: None)  # no /proc/stat: all but one
+    assert embedded.auto_threads() == 3
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)
+    assert embedded.auto_threads() == 1
+    from agent_core.config import LLMConfig
+    assert LLMConfig().n_threads == 0
+
+
+def test_busy_cores_sees_a_busy_core():
+    """The reading behind the choice: a process spinning on one core shows as about one busy core."""
+    import multiprocessing as mp
+
+    from agent_core.llm.embedded import busy_cores
+
+    idle = busy_cores(0.3)
+    if idle is None:
+        pytest.skip("no /proc/stat on this system")
+    stop = mp.Event()
+    p = mp.Process(target=_spin, args=(stop,))
+    p.start()
+    try:
+        busy = busy_cores(0.5)
+    finally:
+        stop.set()
+        p.join()
+    assert busy is not None and busy >= 0.7, (idle, busy)
+
+
+def _spin(stop) -> None:
+    while not stop.is_set():
+        pass

@@ -34,6 +34,26 @@ def test_parse_choices_on_messy_replies(reply, picks, how):
     assert got == picks and kinds == how
 
 
+@pytest.mark.parametrize("reply, picks, how", [
+    # sage.choose_reply = "command": the list has no numbers and the model copies a command back
+    ("look at stove", ["look at stove"], ["echo"]),
+    ("- Look at stove.", ["look at stove"], ["echo"]),
+    ("`teleport to kitchen`\n", ["teleport to kitchen"], ["echo"]),
+    ("**pick up thermometer**", ["pick up thermometer"], ["echo"]),
+    # a valid-looking command that is not in the list is kept as written (the mapping / Gate-1 check it)
+    ("move metal pot to stove", ["move metal pot to stove"], ["free"]),
+    # it may still answer with a number: that counts, as a position in the list it was shown
+    ("2", ["teleport to kitchen"], ["number"]),
+])
+def test_parse_choices_on_copied_commands(reply, picks, how):
+    got, kinds, _problems = parse_choices(reply, OPTIONS)
+    assert got == picks and kinds == how
+
+
+def test_the_command_list_has_no_numbers_to_answer_by():
+    assert format_choices(["go to kitchen", "look at stove"], numbered=False) == "- go to kitchen\n- look at stove"
+
+
 def test_parse_choices_drops_out_of_range_and_repeats_and_caps():
     got, _kinds, problems = parse_choices("9, 2, 2, 0, 5", OPTIONS)
     assert got == ["teleport to kitchen", "wait1"]
@@ -112,7 +132,7 @@ def test_critical_review_offers_the_focus_targets(tmp_path, sw_env):
         if "Answer the five questions" in prompt:
             return PLAN
         seen["choose"] = prompt
-        return next(line[2:] for line in prompt.splitlines() if line.startswith("- "))  # the first command listed
+        return "1"
 
     task = "find-living-thing"
     agent = _agent(tmp_path, lambda s, v: next(a for a in v if a.startswith("focus on")), ScriptedBackend(llm), sw_env,
@@ -120,7 +140,8 @@ def test_critical_review_offers_the_focus_targets(tmp_path, sw_env):
     agent.start(task, catalog().get(task).test[0], split="test")
     r = agent.step()
     assert r.trigger.name == "critical" and r.system == "sage"
-    listed = [line[2:] for line in seen["choose"].split("accepts right now")[1].splitlines() if line.startswith("- ")]
+    listed = [line.split(". ", 1)[1] for line in seen["choose"].split("accepts right now")[1].splitlines()
+              if line[:1].isdigit()]
     assert sum(a.startswith("focus on") for a in listed) >= 2  # the targets in view are compared
     assert "ends the task at once when it names the wrong object" in seen["choose"]
     assert r.action == listed[0]
@@ -169,7 +190,9 @@ def test_real_embedded_sage_grounds_to_valid_actions(sw_env):
     assert res.error is None and set(res.plan) >= {"Q1", "Q4"}
     assert res.options and res.actions, (res.llm_calls[-1].output, res.problems)
     assert set(res.actions) <= set(valid), res.actions  # every pick is a command the game accepts now
-    assert all(h in ("number", "echo") for h in res.picked_how), (res.picked_how, res.llm_calls[-1].output)
+    # copied from the list (echo), or a command of its own that the game accepts (free): never prose
+    assert all(h in ("number", "echo", "free") for h in res.picked_how), (res.picked_how, res.llm_calls[-1].output)
+    assert res.llm_calls[-1].prompt.count("[assistant]") == 1  # the pick continued the plan's conversation
 
 
 @pytest.mark.parametrize("reply, expect", [("2", "pick"), ("none", "none"), ("0. none of them yet", "none"),

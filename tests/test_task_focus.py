@@ -205,7 +205,8 @@ def test_sage_is_not_offered_an_unnamed_focus_and_cannot_play_one(tmp_path, sw_e
     assert wrong, "the first room of boil tin has focus targets the task does not name"
     rec = agent.step()
     assert rec.trigger is not None and rec.trigger.name == "invalid" and len(backend.calls) == 2
-    listed = {line[2:] for line in backend.calls[1].split("accepts right now")[-1].splitlines() if line.startswith("- ")}
+    listed = {line.split(". ", 1)[1] for line in backend.calls[1].split("accepts right now")[-1].splitlines()
+              if line[:1].isdigit() and ". " in line}
     mechanisms = read_episode(agent.trace_path).header.mechanisms
     if check:
         assert listed and not listed & set(wrong)  # not offered

@@ -13,7 +13,8 @@ Script = Sequence[str | Exception] | Callable[[str], str]
 
 class ScriptedBackend(LLMBackend):
     """Outputs come from a list (in order; an Exception item is raised) or from a function of the
-    message being answered (the prompt, or a conversation's last user turn: `turn_text`). Every call is kept in `calls` so tests can assert what the agent asked."""
+    message being answered (the prompt, or a conversation's last user turn: `turn_text`). Every call's
+    whole prompt is kept in `calls` so tests can assert what the agent asked."""
 
     name = "scripted"
 

@@ -1,13 +1,14 @@
 """Sage, System 2 (SPEC.md section 3): plan (Q1-Q5), ground the plan into an action buffer, and map
 each buffered action onto the current valid-action set.
 
-The prompts are text files in prompts/ so a teacher can read them and the app can show them. The plan
-prompt and the grounding prompt start with the same context (prompts/context.txt: instructions, a worked
-example, the task, then what changes step to step), so a local llama.cpp model re-uses the context it has
-already read and only reads what is new.
+The prompts are text files in prompts/ so a teacher can read them and the app can show them. Every Sage prompt
+starts with the same context (prompts/context.txt: instructions, a worked example, the task, then what changes step
+to step), and the pick is the next turn of the plan's own conversation (prompts/choose_turn.txt): a local llama.cpp
+model (or a vLLM prefix cache) re-uses what it has already read and reads only what is new.
 
 Grounding is numbered by default (`sage.grounding="numbered"`, choices.py): Sage picks commands from a short
-numbered list of valid actions. `"free"` asks for free-form commands (prompts/ground.txt) and maps them.
+numbered list of valid actions (`sage.choose_reply="command"` shows `- command` lines and reads the command copied
+back). `"free"` asks for free-form commands (prompts/ground.txt) and maps them.
 Small local models write messy answers ("**Q1.** ...", numbered lists, prose such as "fill it with
 water at the sink"), so parsing is tolerant and records what failed; mapping goes normalize -> exact
 -> nearest valid action by sentence-embedding similarity above a threshold.
@@ -201,7 +202,6 @@ class Sage:
         if self.cfg.choose_reply not in ("command", "number"):
             raise ValueError(f"sage.choose_reply={self.cfg.choose_reply!r}: use 'command' or 'number'")
         self.context_template = load_prompt("context")
-        self.state_template = load_prompt("state")
         self.plan_template = load_prompt("plan")
         self.choose_template = load_prompt("choose")
         self.choose_turn_template = load_prompt("choose_turn")
@@ -229,22 +229,17 @@ class Sage:
                          for d, a in ctx.worked_examples[: self.cfg.worked_examples])
 
     def context(self, ctx: SageContext) -> str:
-        """What stays the same through an episode (prompts/context.txt: instructions, the worked example, the task).
-        Every Sage prompt starts with it, so llama.cpp (or a vLLM prefix cache) reads it once per episode."""
-        examples = self._examples(ctx)
-        return self.context_template.format(examples=f"\n{examples}\n" if examples else "", task=ctx.task)
-
-    def state(self, ctx: SageContext) -> str:
-        """What changes step to step (prompts/state.txt): the room, inventory, score, recent steps, memory hints."""
+        """The part every Sage prompt starts with: fixed text first, what changes each step last (cache-friendly)."""
         memory = f"{ctx.memory}\n" if ctx.memory else ""  # AMM's block, with its own "hints only" header
-        return self.state_template.format(
-            look=_clip(ctx.look, self.cfg.look_chars), inventory=_clip(ctx.inventory, 200), score=int(ctx.score),
-            time=ctx.time, history=_history(ctx, self.cfg.grounding_history_k, self.cfg.history_obs_chars),
-            memory=memory, called_because=(ctx.called_because + "\n") if ctx.called_because else "").rstrip("\n") + "\n"
+        examples = self._examples(ctx)
+        return self.context_template.format(
+            examples=f"\n{examples}\n" if examples else "", task=ctx.task, look=_clip(ctx.look, self.cfg.look_chars),
+            inventory=_clip(ctx.inventory, 200), score=int(ctx.score), time=ctx.time,
+            history=_history(ctx, self.cfg.grounding_history_k, self.cfg.history_obs_chars), memory=memory,
+            called_because=(ctx.called_because + "\n") if ctx.called_because else "").rstrip("\n") + "\n"
 
     def plan_prompt(self, ctx: SageContext) -> str:
-        """The questions come before the state, so they are part of what llama.cpp has already read."""
-        return self.plan_template.format(context=self.context(ctx), state=self.state(ctx))
+        return self.plan_template.format(context=self.context(ctx))
 
     def options(self, ctx: SageContext, plan: dict[str, str]) -> list[str]:
         """The numbered list for this call (choices.py): Swift's ranking, the focus targets under review, then
@@ -256,8 +251,7 @@ class Sage:
     def choose_prompt(self, ctx: SageContext, plan: dict[str, str], options: Sequence[str]) -> str:
         plan_text = "\n".join(f"{q}: {plan[q]}" for q in QUESTIONS if q in plan) or "(no plan)"
         note = FOCUS_NOTE if any(is_focus(o) for o in options) else ""
-        return self.choose_template.format(context=self.context(ctx), state=self.state(ctx), plan=plan_text,
-                                           options=format_choices(options),
+        return self.choose_template.format(context=self.context(ctx), plan=plan_text, options=format_choices(options),
                                            focus_note=note, more=self._more())
 
     def choose_messages(self, ctx: SageContext, plan_reply: str, options: Sequence[str]) -> list[Message]:

@@ -1,6 +1,8 @@
-"""Numbered grounding: Sage picks commands from a short numbered list of valid actions instead of writing
-them. A 1.5B model copies a number far more reliably than it spells `pour cup containing red paint in
-inventory into cup containing blue paint`, and every pick is a command the game accepts in this state.
+"""Grounding by a short list ("numbered" grounding): Sage picks commands from a short list of valid actions
+instead of writing them, so every pick is a command the game accepts in this state. The list is numbered and Sage
+answers with a number (`sage.choose_reply = number`); the 1.5B default model answers "11" to nearly every list
+whatever it holds (docs/BENCHMARKS.md). `choose_reply = command` shows `- command` lines and Sage copies the one it
+picks: it then picks by what the commands say, but the Baseline scored lower that way.
 
 The list is short (`sage.choices`, a few dozen at most) and built from what is relevant now:
 1. Swift's own ranking (the valid actions it would take, best first);
@@ -8,7 +10,7 @@ The list is short (`sage.choices`, a few dozen at most) and built from what is r
    full-sequence probabilities, so Sage compares the candidates instead of re-planning from scratch);
 3. the valid actions most similar to the plan (sentence-embedding cosine to Q3-Q5), to fill the rest,
    leaving out what only the game's generator would write (`pour cup into kitchen`, `use axe on axe`).
-It is shown grouped by command (all `pick up ...` together) and numbered 1..N.
+It is shown grouped by command (all `pick up ...` together).
 """
 from __future__ import annotations
 
