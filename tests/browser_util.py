@@ -153,7 +153,7 @@ def main() -> None:  # pragma: no cover - a manual helper
     ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--out", default="tests/artifacts/run_page_manual.png")
     ap.add_argument("--model", default="smollm2-135m")
-    ap.add_argument("--threads", type=int, default=0, help="LLM CPU threads (0: the config default)")
+    ap.add_argument("--threads", type=int, default=0, help="LLM CPU threads (0: leave the page's setting, auto)")
     ap.add_argument("--timeout", type=int, default=0, help="Sage call timeout in s (0: the config default)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -162,7 +162,7 @@ def main() -> None:  # pragma: no cover - a manual helper
             page.goto(url)
             page.get_by_role("button", name="Reset", exact=True).wait_for(timeout=60_000)
             if args.threads:
-                set_number(page, "LLM CPU threads (embedded)", args.threads)
+                set_number(page, "LLM CPU threads (embedded; 0 = auto)", args.threads)
             if args.timeout:
                 set_number(page, "Sage call timeout (s)", args.timeout)
             click_button(page, "Reset")

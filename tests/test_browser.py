@@ -50,7 +50,7 @@ def test_reset_and_step_in_chromium(chromium, tmp_path):
         assert page.get_by_role("combobox", name="Embedded model").input_value() == "SmolLM2-135M-Instruct Q4_1"
         # bound a Sage call on a busy CPU; one llama.cpp thread is the fastest when the cores are shared
         set_number(page, "Sage call timeout (s)", 60)
-        set_number(page, "LLM CPU threads (embedded)", 1)
+        set_number(page, "LLM CPU threads (embedded; 0 = auto)", 1)
         click_button(page, "Reset")
         assert "boil" in wait_for_step(page, 0, 180)
         wait_idle(page)
