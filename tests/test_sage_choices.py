@@ -94,6 +94,18 @@ def _agent(tmp_path, swift, llm, sw_env, **settings):
     return Agent(cfg, ScriptedSwift(swift), llm, env=sw_env, runs_dir=tmp_path)
 
 
+def test_without_choose_turn_the_pick_is_one_new_prompt(tmp_path, sw_env):
+    """sage.choose_turn = false: the pick is one prompt that repeats the context and the plan (prompts/choose.txt)."""
+    llm = ScriptedBackend(lambda p: PLAN if "Answer the five questions" in p else "1")
+    agent = _agent(tmp_path, ["fly to the moon"], llm, sw_env, choose_turn=False)
+    agent.start("boil", catalog().get("boil").test[0], split="test")
+    r = agent.step()
+    plan, ground = r.llm_calls[0], r.llm_calls[1]
+    assert r.system == "sage" and "[assistant]" not in ground.prompt
+    assert ground.prompt.startswith(plan.prompt.split("Answer the five questions")[0].rstrip("\n"))
+    assert "Your plan:\nQ1: A pot and water." in ground.prompt and "Reply with its number only" in ground.prompt
+
+
 @pytest.mark.parametrize("reply", ["number", "command"])
 def test_agent_grounds_through_the_list_to_exact_valid_actions(tmp_path, sw_env, reply):
     """sage.choose_reply: "number" numbers the list and reads a number; "command" lists "- command" lines (the
@@ -193,6 +205,7 @@ def test_real_embedded_sage_grounds_to_valid_actions(sw_env):
     # copied from the list (echo), or a command of its own that the game accepts (free): never prose
     assert all(h in ("number", "echo", "free") for h in res.picked_how), (res.picked_how, res.llm_calls[-1].output)
     assert res.llm_calls[-1].prompt.count("[assistant]") == 1  # the pick continued the plan's conversation
+    assert all(c.cpu_threads >= 1 for c in res.llm_calls)  # llm.n_threads = 0 chose a thread count, recorded
 
 
 @pytest.mark.parametrize("reply, expect", [("2", "pick"), ("none", "none"), ("0. none of them yet", "none"),
