@@ -124,6 +124,11 @@ class ControllerConfig:
     # action scores at least invalid_min_score, the mean log-probability per token of Swift's best valid action)
     invalid_rule: str = "ranked"
     invalid_min_score: float = -1.5
+    # Swift is forced after this many Sage calls in a row (SwiftSage's code): when Sage was called this often with
+    # no step of Swift's own in between, the next step's triggers are set aside once and Swift acts (a focus Swift
+    # is unsure of becomes its best other action). Stops a Sage that replans the same wrong thing every step.
+    # 0 = off (Sage may be called on every step)
+    sage_streak_limit: int = 2
     # phrases in an observation that report a failure or anomaly (the "unexpected" trigger)
     unexpected_markers: tuple[str, ...] = (
         "broken", "is not moveable", "is not edible", "not closeable", "not openable", "can't", "cannot",

@@ -50,6 +50,21 @@ def mechanisms(cfg: Config) -> list[str]:
     return out
 
 
+SAGE_CALL_PURPOSES = ("plan", "focus_review")  # one of these LLM calls in a step = Sage was called there
+
+
+def sage_called(rec: StepRecord) -> bool:
+    return any(c.purpose in SAGE_CALL_PURPOSES for c in rec.llm_calls)
+
+
+def sage_streak_after(streak: int, rec: StepRecord) -> int:
+    """Sage calls in a row after this step: one more where Sage was called, back to 0 where Swift acted alone.
+    The live step and the replay of a recorded one (fork, resume) both count with this."""
+    if sage_called(rec):
+        return streak + 1
+    return 0 if rec.system == "swift" else streak
+
+
 class ReplayError(RuntimeError):
     """A recorded episode cannot be continued (fork, resume): the step is out of range, the episode is over, or
     the replay diverged from the record."""
@@ -181,6 +196,7 @@ class AgentState:
     buffer_failures: int = 0
     rewards: list[float] = field(default_factory=list)
     steps_since_sage: int = 0
+    sage_streak: int = 0  # Sage calls since Swift last acted alone (controller.sage_streak_limit)
     plan: dict[str, str] = field(default_factory=dict)
     swift_state: SwiftState | None = None
     sage_history: list[tuple[str, str]] = field(default_factory=list)
@@ -340,8 +356,8 @@ class Agent:
             if (is_focus(rec.action) and not obs.menu) or (menu and menu.chosen >= 0 and is_focus(menu.request)):
                 st.focus_done += 1
             st.rewards.append(obs.reward)
-            st.steps_since_sage = 0 if any(c.purpose in ("plan", "focus_review") for c in rec.llm_calls) \
-                else st.steps_since_sage + 1
+            st.steps_since_sage = 0 if sage_called(rec) else st.steps_since_sage + 1
+            st.sage_streak = sage_streak_after(st.sage_streak, rec)
             st.swift_state.observe(rec.action, obs.text, obs.reward, obs.room, obs.score, obs.look, obs.inventory)
             st.sage_history.append((rec.action, obs.text))
             if rec.plan:
@@ -720,7 +736,14 @@ class Agent:
         fired = self._triggers(prop, swift_action or prop.action, valid) if self.cfg.controller.sage_enabled else []
         if forced and self.cfg.controller.sage_enabled:
             fired.insert(0, forced)
-        if fired and not w.sage_called:
+        if fired and not w.sage_called and self._swift_forced(w, fired):
+            if swift_action is not None and is_focus(swift_action) and any(f.name == "critical" for f in fired):
+                # nobody reviews this unsure focus, and a wrong one ends the task: Swift's best other action
+                alt = self._best_non_focus(prop, valid) or "look around"  # with none ranked: changes nothing
+                w.notes.append(f"Swift is unsure of '{swift_action}' and Sage is not called this step: "
+                               f"Swift's best other action '{alt}' instead")
+                swift_action = alt
+        elif fired and not w.sage_called:
             trigger = Trigger(fired[0].name, fired[0].rule, {**fired[0].evidence, "all_triggers": [f.name for f in fired]})
             action, system = self._call_sage(w, trigger, valid, prop, swift_action)
             if action is not None:
@@ -736,6 +759,21 @@ class Agent:
                 return d.result, "swift"
         w.notes.append("no Swift candidate passed Gate-1 and Sage gave nothing: 'look around' (changes nothing)")
         return "look around", "swift"
+
+    def _swift_forced(self, w: _Step, fired: Sequence[Trigger]) -> bool:
+        """SwiftSage's rule: after `sage_streak_limit` Sage calls in a row, Swift acts once whatever fired. The
+        step records it as the switch `swift_forced`, with the triggers that were set aside."""
+        limit = self.cfg.controller.sage_streak_limit
+        if limit <= 0 or self.state.sage_streak < limit:
+            return False
+        names = [f.name for f in fired]
+        w.trigger = Trigger("swift_forced", f"back to Swift: Sage was called {self.state.sage_streak} times in a row "
+                                            f"(at {limit} Swift acts once; `controller.sage_streak_limit`), so "
+                                            f"{', '.join(names)} did not call Sage this step",
+                            {"set_aside": names, "sage_calls_in_a_row": self.state.sage_streak,
+                             "set_aside_rules": [f.rule for f in fired]})
+        w.notes.append(f"Swift forced: {self.state.sage_streak} Sage calls in a row; set aside: {', '.join(names)}")
+        return True
 
     def _t1(self, w: _Step, valid: Sequence[str], prop: SwiftProposal) -> SwiftProposal:
         """AMM T1: Swift's top action is invalid. Retrieve what worked, retry Swift once with at most 3 records
@@ -898,7 +936,8 @@ class Agent:
                     trig = Trigger("gate1_drops", f"Gate-1 dropped {w.drops} buffered actions in this step (at "
                                                   f"{srm.gate1_drops_for_sage} drops Sage decides the step, once)",
                                    {"dropped": [d.proposed for d in w.gate1 if d.decision == DROP]})
-                    action, system = self._call_sage(w, trig, valid)
+                    if not self._swift_forced(w, [trig]):
+                        action, system = self._call_sage(w, trig, valid)
             if action is None:
                 if st.mode == "sage":
                     failed = st.buffer_failures >= cc.buffer_fail_limit
@@ -973,6 +1012,7 @@ class Agent:
                 st.last_report_step = st.pending_report_step = rec.step
                 st.pending_report = report
                 st.avoid, st.avoid_until = list(report.actions_to_avoid), rec.step + srm.gate1_avoid_steps
+        st.sage_streak = sage_streak_after(st.sage_streak, rec)
         w.timings["total"] = time.perf_counter() - t_all
         rec.timings = {k: round(v, 4) for k, v in w.timings.items()}
         self.writer.append(rec)

@@ -154,3 +154,71 @@ def test_unknown_rule_names_are_refused_clearly(tmp_path, sw_env):
     cfg.sage.grounding = "telepathy"
     with pytest.raises(ValueError, match="sage.grounding='telepathy'"):
         Agent(cfg, ScriptedSwift([]), ScriptedBackend([]), env=sw_env, runs_dir=tmp_path)
+
+
+def _pick_first(prompt: str) -> str:
+    return PLAN if "Answer the five questions" in prompt else "1"
+
+
+def test_swift_is_forced_after_two_sage_calls_in_a_row(tmp_path, sw_env):
+    """controller.sage_streak_limit (SwiftSage's code): Swift's guess is never valid, so every step would call
+    Sage; after 2 calls with no step of Swift's own between them, Swift acts once and the count starts again."""
+    agent = _agent(tmp_path, lambda s, v: "fly to the moon", _pick_first, sw_env)
+    agent.cfg.sage.max_picks = 1
+    _start(agent)
+    recs = [agent.step() for _ in range(6)]
+    called = [any(c.purpose == "plan" for c in r.llm_calls) for r in recs]
+    assert called == [True, True, False, True, True, False]
+    forced = recs[2]
+    assert forced.system == "swift" and forced.trigger.name == "swift_forced" and not forced.llm_calls
+    assert forced.trigger.evidence["set_aside"][0] == "invalid" and forced.trigger.evidence["sage_calls_in_a_row"] == 2
+    assert "2 Sage calls in a row" in " ".join(forced.notes)
+    # the switch is in the trace as it was decided, for replays and the pages
+    assert read_episode(agent.trace_path).steps[2].trigger.name == "swift_forced"
+
+
+def test_without_the_streak_limit_sage_is_called_every_step(tmp_path, sw_env):
+    agent = _agent(tmp_path, lambda s, v: "fly to the moon", _pick_first, sw_env)
+    agent.cfg.sage.max_picks = 1
+    agent.cfg.controller.sage_streak_limit = 0
+    _start(agent)
+    recs = [agent.step() for _ in range(4)]
+    assert all(any(c.purpose == "plan" for c in r.llm_calls) for r in recs)
+    assert not any(r.trigger.name == "swift_forced" for r in recs)
+
+
+def test_the_sage_streak_survives_a_fork(tmp_path, sw_env):
+    """The count is rebuilt from the recorded steps: a fork after two Sage calls in a row lets Swift act first."""
+    agent = _agent(tmp_path, lambda s, v: "fly to the moon", _pick_first, sw_env)
+    agent.cfg.sage.max_picks = 1
+    _start(agent)
+    for _ in range(2):
+        agent.step()
+    agent.finish("stopped")
+    parent = read_episode(agent.trace_path)
+    agent.close()
+    fork = _agent(tmp_path, lambda s, v: "fly to the moon", _pick_first, None)
+    fork.cfg.sage.max_picks = 1
+    fork.fork(parent, 2)
+    assert fork.state.sage_streak == 2
+    r = fork.step()
+    assert r.trigger.name == "swift_forced" and not r.llm_calls
+    fork.close()
+
+
+def test_a_forced_swift_does_not_play_a_focus_it_is_unsure_of(tmp_path, sw_env):
+    """A critical focus set aside by the streak rule is nobody's to review: Swift's best other action is taken."""
+    def swift(state, valid):
+        if len(state.history) < 2:
+            return "fly to the moon"  # invalid: Sage twice
+        return next(a for a in valid if a.startswith("focus on"))
+
+    agent = _agent(tmp_path, swift, _pick_first, sw_env)
+    agent.cfg.sage.max_picks = 1
+    agent.cfg.controller.critical_review = "always"  # the scripted Swift has no margin: every focus is critical
+    _start(agent)
+    recs = [agent.step() for _ in range(3)]
+    assert [r.trigger.name for r in recs[:2]] == ["invalid", "invalid"]
+    r = recs[2]
+    assert r.trigger.name == "swift_forced" and "critical" in r.trigger.evidence["set_aside"]
+    assert not r.action.startswith("focus on") and "best other action" in " ".join(r.notes)

@@ -59,6 +59,10 @@ def test_swift_alone_the_buffer_the_critic_and_returning_to_swift():
     assert _text(_rec(system="critic")).startswith("The Critic's suggestion 'pick up metal pot' was taken")
     back = _text(_rec(trigger=Trigger("buffer_empty", "back to Swift")))
     assert back.startswith("Sage's buffer was empty, so Swift took over again: it chose 'pick up metal pot'")
+    forced = _text(_rec(trigger=Trigger("swift_forced", "back to Swift", {"set_aside": ["invalid"],
+                                                                         "sage_calls_in_a_row": 2})))
+    assert forced.startswith("Sage had been asked 2 times in a row, so this time Swift acted on its own")
+    assert "it chose 'pick up metal pot'" in forced
 
 
 @pytest.mark.parametrize("decision, reason, expect", [

@@ -301,3 +301,22 @@ def test_switching_rules_are_worded_from_the_runs_own_config():
     cfg.controller.invalid_rule, cfg.controller.critical_review = "top1", "always"
     words = "\n".join(rules(cfg.to_dict()))
     assert "top action is not valid in the current state" in words and "swift.focus_margin" not in words
+
+
+def test_the_sage_streak_rule_is_listed_only_where_the_run_had_it():
+    from agent_core.config import preset
+    from agent_core.trace import StepRecord, Trigger
+    from views.run_panels import consequence, rules
+
+    cfg = preset("baseline")
+    assert any("**swift_forced**: after 2 Sage calls in a row" in r for r in rules(cfg.to_dict()))
+    cfg.controller.sage_streak_limit = 0
+    assert not any("swift_forced" in r for r in rules(cfg.to_dict()))
+    old = cfg.to_dict()
+    del old["controller"]["sage_streak_limit"]  # a trace recorded before the rule existed
+    assert not any("swift_forced" in r for r in rules(old))
+    rec = StepRecord(step=3, action="look around", system="swift", observation="", look="", inventory="", score=0,
+                     reward=0, moves=3, done=False, failed=False, room="kitchen", trigger=Trigger("swift_forced", "back to Swift", {"set_aside": ["invalid", "unexpected"],
+                                                                                 "sage_calls_in_a_row": 2}))
+    assert consequence(rec) == ("Sage was not called (invalid, unexpected set aside): after 2 Sage calls in a row, "
+                                "Swift acted once.")

@@ -19,7 +19,7 @@ from agent_core.trace import StepRecord
 from memory_store import TAG_COLORS
 from views.common import actor_color, actor_label, clip
 
-BACK_TO_SWIFT = ("buffer_empty", "buffer_failed")  # switch names that hand control back to Swift
+BACK_TO_SWIFT = ("buffer_empty", "buffer_failed", "swift_forced")  # switch names that hand control back to Swift
 LANE_GAP = 0.45  # vertical distance between two marker lanes (the step bars are 1 high)
 
 

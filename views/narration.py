@@ -74,6 +74,10 @@ def actor_sentence(rec: StepRecord, header: EpisodeHeader | None = None) -> str:
         return f"The Critic's suggestion {_q(rec.action)} was taken from the action buffer."
     if rec.system == "user":
         return f"You typed {_q(rec.action)}."
+    if trig is not None and trig.name == "swift_forced":
+        n = trig.evidence.get("sage_calls_in_a_row", 2)
+        return (f"Sage had been asked {n} times in a row, so this time Swift acted on its own "
+                f"(otherwise Sage would have been asked again): it chose {_q(rec.action)}.")
     back = ""
     if trig is not None and trig.name in ("buffer_empty", "buffer_failed"):
         back = ("Sage's buffer was empty, so Swift took over again: " if trig.name == "buffer_empty" else

@@ -52,7 +52,9 @@ def rules(config: dict[str, Any]) -> list[str]:
         "**buffer_empty**: back to Swift when Sage's action buffer is empty",
         f"**buffer_failed**: back to Swift when {limit} buffered actions fail in a row "
         f"(`controller.buffer_fail_limit = {limit}`)",
-    ]
+    ] + ([f"**swift_forced**: after {streak} Sage calls in a row with no step of Swift's own between them, Swift "
+          f"acts once whatever fired (`controller.sage_streak_limit = {streak}`; a focus Swift is unsure of becomes "
+          f"its best other action)"] if (streak := c.get("sage_streak_limit", 0)) else [])
 
 
 def consequence(rec: StepRecord) -> str:
@@ -61,6 +63,9 @@ def consequence(rec: StepRecord) -> str:
         return ""
     if rec.trigger.name in ("buffer_empty", "buffer_failed"):
         return "Control went back to Swift."
+    if rec.trigger.name == "swift_forced":
+        return (f"Sage was not called ({', '.join(rec.trigger.evidence.get('set_aside', []))} set aside): after "
+                f"{rec.trigger.evidence.get('sage_calls_in_a_row', 2)} Sage calls in a row, Swift acted once.")
     if any(c.purpose == "focus_review" for c in rec.llm_calls) and not any(c.error for c in rec.llm_calls):
         return ("Sage compared the focus targets in view and chose this one." if rec.system == "sage" else
                 "Sage compared the focus targets in view and found none right yet, so Swift's best other action "
