@@ -767,6 +767,9 @@ class Agent:
         if limit <= 0 or self.state.sage_streak < limit:
             return False
         names = [f.name for f in fired]
+        if w.trigger is not None and w.trigger.name == "swift_forced":  # already forced earlier in this step
+            w.trigger.evidence["set_aside"] += [n for n in names if n not in w.trigger.evidence["set_aside"]]
+            return True
         w.trigger = Trigger("swift_forced", f"back to Swift: Sage was called {self.state.sage_streak} times in a row "
                                             f"(at {limit} Swift acts once; `controller.sage_streak_limit`), so "
                                             f"{', '.join(names)} did not call Sage this step",
