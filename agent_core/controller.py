@@ -768,7 +768,11 @@ class Agent:
             return False
         names = [f.name for f in fired]
         if w.trigger is not None and w.trigger.name == "swift_forced":  # already forced earlier in this step
-            w.trigger.evidence["set_aside"] += [n for n in names if n not in w.trigger.evidence["set_aside"]]
+            ev = w.trigger.evidence
+            for f in fired:
+                if f.name not in ev["set_aside"]:
+                    ev["set_aside"].append(f.name)
+                    ev["set_aside_rules"].append(f.rule)
             return True
         w.trigger = Trigger("swift_forced", f"back to Swift: Sage was called {self.state.sage_streak} times in a row "
                                             f"(at {limit} Swift acts once; `controller.sage_streak_limit`), so "

@@ -319,3 +319,25 @@ def test_the_detector_rarely_fires_on_expert_play():
     n_traj, n_steps, n_reports, modes, tasks = reports_on_gold()
     assert n_traj > 2000 and n_steps > 80000
     assert n_reports / n_steps < 0.003 and sum(tasks.values()) / n_traj < 0.07, (n_reports, modes)
+
+
+def test_gate1_drops_do_not_call_sage_a_third_time_in_a_row(tmp_path, sw_env):
+    """controller.sage_streak_limit also holds where Gate-1's two drops would hand the step to Sage: after two
+    Sage calls in a row the buffer's drops and Swift's invalid guess are set aside together, and Swift acts."""
+    grounds = iter(["teleport to kitchen\nfly to the moon\nswim in the sky",       # call 1: one good, two dropped
+                    "look around\nfly to the moon\nswim in the sky\nfly to the moon\nswim in the sky"])  # call 2
+
+    def reply(prompt: str) -> str:
+        return PLAN if "Answer the five questions" in prompt else next(grounds)
+
+    agent = _agent(tmp_path, sw_env, lambda s, v: "fly to the moon", ScriptedBackend(reply),
+                   **{"sage.grounding": "free"})
+    _start(agent)
+    r1, r2, r3 = (agent.step() for _ in range(3))
+    assert r1.trigger.name == "gate1_drops" and r1.action == "teleport to kitchen"  # Swift's guess was dropped
+    assert r2.trigger.name == "gate1_drops" and r2.action == "look around"  # the buffer's two drops: Sage again
+    assert r3.trigger.name == "swift_forced" and not r3.llm_calls and r3.system == "swift"
+    # the buffer's drops first, then Swift's own dropped guess and its invalid trigger: one switch lists them all
+    assert r3.trigger.evidence["set_aside"] == ["gate1_drops", "invalid"]
+    assert len(r3.trigger.evidence["set_aside_rules"]) == 2
+    assert sum("Swift forced" in n for n in r3.notes) == 1

@@ -75,7 +75,7 @@ def actor_sentence(rec: StepRecord, header: EpisodeHeader | None = None) -> str:
     if rec.system == "user":
         return f"You typed {_q(rec.action)}."
     if trig is not None and trig.name == "swift_forced":
-        n = trig.evidence.get("sage_calls_in_a_row", 2)
+        n = trig.evidence.get("sage_calls_in_a_row", ControllerConfig().sage_streak_limit)
         return (f"Sage had been asked {n} times in a row, so this time Swift acted on its own "
                 f"(otherwise Sage would have been asked again): it chose {_q(rec.action)}.")
     back = ""

@@ -12,6 +12,7 @@ from typing import Any
 
 import streamlit as st
 
+from agent_core.config import ControllerConfig
 from agent_core.trace import EpisodeHeader, EpisodeSummary, StepRecord
 from views.charts import score_figure, timeline_figure
 from views.common import (MAPPING_WORDS, QUESTIONS, WHAT, actor_color, actor_label, badge, buffer_sources, chip,
@@ -65,7 +66,7 @@ def consequence(rec: StepRecord) -> str:
         return "Control went back to Swift."
     if rec.trigger.name == "swift_forced":
         return (f"Sage was not called ({', '.join(rec.trigger.evidence.get('set_aside', []))} set aside): after "
-                f"{rec.trigger.evidence.get('sage_calls_in_a_row', 2)} Sage calls in a row, Swift acted once.")
+                f"{rec.trigger.evidence.get('sage_calls_in_a_row', ControllerConfig().sage_streak_limit)} Sage calls in a row, Swift acted once.")
     if any(c.purpose == "focus_review" for c in rec.llm_calls) and not any(c.error for c in rec.llm_calls):
         return ("Sage compared the focus targets in view and chose this one." if rec.system == "sage" else
                 "Sage compared the focus targets in view and found none right yet, so Swift's best other action "
