@@ -178,18 +178,24 @@ def rule_for(task: str) -> TaskFocusRule | None:
 
 def unnamed_focus_actions(task: str, description: str, valid_actions: list[str] | tuple[str, ...],
                           context: str = "", done: list[tuple[str, str]] | None = None) -> list[str]:
-    """The valid `focus on ...` actions that are not options now: their object is not named by the task (the
-    inventory, the air, a room or a door never is), or (where the task orders its focuses) it is named for later. `done`: the episode's focuses so far, (target, context)
-    each. Empty where nothing is checked."""
+    """The valid `focus on ...` actions that are not options now: the inventory, the air, a room or a door (no
+    task of the game focuses on them, whether or not it names its objects); and, where the task names its
+    objects, one it does not name, or (where the task orders its focuses) one it names for later. `done`: the
+    episode's focuses so far, (target, context) each. Without a known task name nothing is checked."""
     rule = rule_for(task) if task else None
-    if rule is None or not rule.names_objects:
+    if rule is None:
         return []
     out = []
     for v in valid_actions:
         if not is_focus(v):
             continue
+        if never_a_focus_target(v):
+            out.append(v)
+            continue
+        if not rule.names_objects:
+            continue
         target = argument_of(canonical(v))
-        if never_a_focus_target(v) or not rule.allows(target, description, context) or not rule.in_order(target, description, context,
+        if not rule.allows(target, description, context) or not rule.in_order(target, description, context,
                                                                               done or []):
             out.append(v)
     return out

@@ -60,10 +60,15 @@ def test_paint_the_colour_decides_and_a_bowl_is_read_through_its_contents():
     assert not rule.allows("paint in cup containing yellow paint", VIOLET)
 
 
-def test_tasks_that_do_not_name_their_objects_are_not_checked():
+def test_tasks_that_do_not_name_their_objects_are_not_checked_but_rooms_and_doors_are_never_targets():
     for task in ("find-animal", "find-living-thing", "lifespan-longest-lived", "lifespan-shortest-lived"):
         assert not rule_for(task).names_objects, task
     assert unnamed_focus_actions("find-animal", FIND, ["focus on blue jay", "focus on red box"]) == []
+    # a find task accepts any object, but no task focuses on a room, a door, the inventory or the air (a 1.5B Sage
+    # picked `focus on hallway` in find-non-living-thing when its list still offered it)
+    never = ["focus on hallway", "focus on door to kitchen", "focus on inventory", "focus on air"]
+    assert unnamed_focus_actions("find-non-living-thing", FIND, never + ["focus on steel table",
+                                 "focus on egg turtle in outside"]) == never
     assert unnamed_focus_actions("", BOIL_TIN, ["focus on ceramic cup"]) == []  # no task name: no rule
     assert unnamed_focus_actions("no-such-task", BOIL_TIN, ["focus on ceramic cup"]) == []
 

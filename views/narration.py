@@ -4,7 +4,7 @@ diagnosed, and what changed in the score. The Run page shows them above the pane
 narration reads as a text track; the exported HTML carries them too. Pure functions, no Streamlit."""
 from __future__ import annotations
 
-from agent_core.actions import action_key, is_focus
+from agent_core.actions import action_key, is_focus, never_a_focus_target
 from agent_core.config import ControllerConfig
 from agent_core.srm.gate1 import REASONS
 from agent_core.trace import EpisodeHeader, StepRecord
@@ -169,16 +169,18 @@ def score_sentence(rec: StepRecord) -> str:
 
 
 def task_focus_sentence(rec: StepRecord) -> str | None:
-    """Swift's guess was a focus; the objects the task does not name were kept out of its choice."""
+    """Swift's guess was a focus; the objects the task does not name (and the rooms, doors, inventory and air,
+    which no task focuses on) were kept out of its choice."""
     if not rec.swift_focus_unnamed:
         return None
     guess = rec.swift_top1 or ""
     keys = {action_key(a) for a in rec.swift_focus_unnamed}
     if guess and action_key(guess) in keys:
-        return (f"Swift's first guess was to {_q(guess, 50)}, but the task does not name that object, so it "
-                f"was not an option (a wrong focus ends the task).")
-    return (f"Swift considered a 'focus on'; {len(keys)} object(s) in view that the task does not name were "
-            f"not options.")
+        why = ("no task focuses on a room, a door, the inventory or the air" if never_a_focus_target(guess)
+               else "the task does not name that object")
+        return f"Swift's first guess was to {_q(guess, 50)}, but {why}, so it was not an option (a wrong focus ends the task)."
+    return (f"Swift considered a 'focus on'; {len(keys)} object(s) in view that are not targets of this task "
+            f"were not options.")
 
 
 def sage_task_focus_sentence(rec: StepRecord) -> str | None:
@@ -186,12 +188,12 @@ def sage_task_focus_sentence(rec: StepRecord) -> str | None:
     if not rec.sage_focus_unnamed:
         return None
     if rec.sage_focus_refused:
-        return (f"Sage chose a 'focus on' an object the task does not name, so it was not played "
+        return (f"Sage chose a 'focus on' an object that is not a target of this task, so it was not played "
                 f"(a wrong focus ends the task).")
     if rec.system != "sage" or not is_focus(rec.action):
         return None  # the list was shorter, but it did not decide this step: the memory sentence may say more
     n = len(rec.sage_focus_unnamed)
-    return (f"Sage chose among the focus targets the task names: {n} other{'s' if n != 1 else ''} in view "
+    return (f"Sage chose among the focus targets left for this task: {n} other{'s' if n != 1 else ''} in view "
             f"{'were' if n != 1 else 'was'} not in its list.")
 
 

@@ -322,8 +322,8 @@ def render_step_detail(header: EpisodeHeader, r: StepRecord) -> None:
             st.caption("Swift was not asked at this step (the action came from the buffer).")
         for who, unnamed in (("Swift", r.swift_focus_unnamed), ("Sage", r.sage_focus_unnamed)):
             if unnamed:
-                st.caption(f"Not options for {who} (focus targets in view that the task does not name, or names "
-                           f"for later): " + ", ".join(f"`{a}`" for a in unnamed[:12])
+                st.caption(f"Not options for {who} (focus targets in view that the task does not name or names "
+                           f"for later, and the rooms, doors, inventory and air, which no task focuses on): " + ", ".join(f"`{a}`" for a in unnamed[:12])
                            + (f" and {len(unnamed) - 12} more" if len(unnamed) > 12 else ""))
     with tabs[1]:
         _render_prompts(r)
