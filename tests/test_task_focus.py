@@ -150,6 +150,11 @@ def test_narration_says_why_a_focus_was_not_an_option():
                      swift_focus_unnamed=["focus on substance in metal pot", "focus on ceramic cup"])
     text = " ".join(narrate(rec))
     assert "first guess was to 'focus on substance in metal pot'" in text and "does not name" in text
+    # a room is out in every task, named or not: the sentence gives that reason, not the task's wording
+    rec.swift_top1, rec.swift_focus_unnamed = "focus on hallway", ["focus on hallway"]
+    text = " ".join(narrate(rec))
+    assert "first guess was to 'focus on hallway'" in text and "no task focuses on a room" in text
+    assert "does not name" not in text
 
 
 @pytest.mark.parametrize("check", [True, False])
