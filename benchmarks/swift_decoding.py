@@ -10,6 +10,12 @@ ScienceWorld. At each state Swift's proposal is timed twice:
 - plain: Hugging Face's own cache (keys and values per beam, reordered every step) and two separate searches.
 Prints the p50 of each, their ratio, and how often the two agree on the best valid action, on the unconstrained
 top-1 and on the whole valid ranking.
+
+    .venv/bin/python benchmarks/swift_decoding.py --parts
+
+--parts times the shipped path only, split into its parts at each state: the encoder, the batched beam search
+(unconstrained and valid ranking together), and the focus scoring (run in a step only when the best action is a
+`focus on`; timed here at every state), with the input length and the number of valid actions.
 """
 from __future__ import annotations
 
@@ -28,6 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--parts", action="store_true", help="time the shipped path's parts instead of fast vs plain")
     args = ap.parse_args()
 
     from agent_core.config import preset
@@ -41,6 +48,8 @@ def main() -> None:
     swift = load_swift(cfg)
     env = ScienceWorld()
     fast_ms, plain_ms, same = [], [], {"action": 0, "top1": 0, "ranking": 0}
+    parts: dict[str, list[float]] = {"whole step (ms)": [], "encoder (ms)": [], "beam search (ms)": [],
+                                     "focus scoring (ms)": [], "input tokens": [], "valid actions": []}
     n = 0
     for path in list_traces(ROOT / "assets" / "episodes"):
         ep = read_episode(path)
@@ -48,6 +57,11 @@ def main() -> None:
         agent.start(ep.header.task, ep.header.variation, split=ep.header.split)
         for rec in ep.steps[:args.steps]:
             state, valid = agent.state.swift_state, agent.env.valid_actions()
+            if args.parts:
+                _time_parts(swift, state, valid, parts)
+                obs = agent.env.step(rec.action)
+                state.observe(rec.action, obs.text, obs.reward, obs.room, obs.score, obs.look, obs.inventory)
+                continue
             t0 = time.perf_counter()
             fast = swift.propose(state, valid)
             t1 = time.perf_counter()
@@ -64,9 +78,35 @@ def main() -> None:
             n += 1
             obs = agent.env.step(rec.action)
             state.observe(rec.action, obs.text, obs.reward, obs.room, obs.score, obs.look, obs.inventory)
+    if args.parts:
+        n = len(parts["whole step (ms)"])
+        print(f"{n} states, p50 of each part (one process, torch threads: SWIFT_THREADS or 1):")
+        for k, v in parts.items():
+            print(f"  {k}: {statistics.median(v):.0f}")
+        return
     pf, pp = statistics.median(fast_ms), statistics.median(plain_ms)
     print(f"{n} states: fast p50 {pf:.0f} ms, plain p50 {pp:.0f} ms, ratio {pf / pp:.2f}; same best valid action {same['action']}/{n}, "
           f"same top-1 {same['top1']}/{n}, same valid ranking {same['ranking']}/{n}")
+
+
+def _time_parts(swift, state, valid, parts: dict[str, list[float]]) -> None:
+    from agent_core.controller import swift_input
+
+    m = swift.model
+    t0 = time.perf_counter()
+    swift.propose(state, valid)
+    t1 = time.perf_counter()
+    enc = m._encode(swift_input(state, swift.k))
+    t2 = time.perf_counter()
+    m._free_and_valid(enc, valid, swift.n)
+    t3 = time.perf_counter()
+    m.focus_scores(valid, enc)
+    t4 = time.perf_counter()
+    for k, v in (("whole step (ms)", t1 - t0), ("encoder (ms)", t2 - t1), ("beam search (ms)", t3 - t2),
+                 ("focus scoring (ms)", t4 - t3)):
+        parts[k].append(1e3 * v)
+    parts["input tokens"].append(int(enc["attention_mask"].sum()))
+    parts["valid actions"].append(len(valid))
 
 
 if __name__ == "__main__":
