@@ -60,7 +60,9 @@ def test_reset_and_step_in_chromium(chromium, tmp_path):
         assert head.startswith("Step 1 ·") and "boil" in head
         body = _main_text(page)
         assert "Swift (fast)" in body or "Sage (slow)" in body  # the mode badge
-        assert page.get_by_test_id("stExpander").filter(has_text="Step 1 ·").count() == 1  # the step list
+        steps = page.get_by_test_id("stExpander").filter(has_text="Step 1 ·")  # the step list
+        steps.first.wait_for(timeout=30_000)  # drawn after the header: do not count it before it is there
+        assert steps.count() == 1
         charts = page.get_by_test_id("stPlotlyChart")  # the mode timeline and the score chart
         charts.nth(1).locator(".main-svg").first.wait_for(timeout=30_000)
         assert charts.count() == 2
