@@ -766,19 +766,20 @@ class Agent:
         limit = self.cfg.controller.sage_streak_limit
         if limit <= 0 or self.state.sage_streak < limit:
             return False
-        names = [f.name for f in fired]
-        if w.trigger is not None and w.trigger.name == "swift_forced":  # already forced earlier in this step
-            ev = w.trigger.evidence
-            for f in fired:
-                if f.name not in ev["set_aside"]:
-                    ev["set_aside"].append(f.name)
-                    ev["set_aside_rules"].append(f.rule)
-            return True
+        again = w.trigger is not None and w.trigger.name == "swift_forced"  # already forced earlier in this step
+        names = list(w.trigger.evidence["set_aside"]) if again else []
+        rules = list(w.trigger.evidence["set_aside_rules"]) if again else []
+        for f in fired:
+            if f.name not in names:
+                names.append(f.name)
+                rules.append(f.rule)
         w.trigger = Trigger("swift_forced", f"back to Swift: Sage was called {self.state.sage_streak} times in a row "
                                             f"(at {limit} Swift acts once; `controller.sage_streak_limit`), so "
                                             f"{', '.join(names)} did not call Sage this step",
                             {"set_aside": names, "sage_calls_in_a_row": self.state.sage_streak,
-                             "set_aside_rules": [f.rule for f in fired]})
+                             "set_aside_rules": rules})
+        if again:
+            return True
         w.notes.append(f"Swift forced: {self.state.sage_streak} Sage calls in a row; set aside: {', '.join(names)}")
         return True
 

@@ -340,4 +340,5 @@ def test_gate1_drops_do_not_call_sage_a_third_time_in_a_row(tmp_path, sw_env):
     # the buffer's drops first, then Swift's own dropped guess and its invalid trigger: one switch lists them all
     assert r3.trigger.evidence["set_aside"] == ["gate1_drops", "invalid"]
     assert len(r3.trigger.evidence["set_aside_rules"]) == 2
+    assert "gate1_drops, invalid did not call Sage" in r3.trigger.rule  # the rule's words say the same
     assert sum("Swift forced" in n for n in r3.notes) == 1

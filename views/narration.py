@@ -178,7 +178,8 @@ def task_focus_sentence(rec: StepRecord) -> str | None:
     if guess and action_key(guess) in keys:
         why = ("no task focuses on a room, a door, the inventory or the air" if never_a_focus_target(guess)
                else "the task does not name that object")
-        return f"Swift's first guess was to {_q(guess, 50)}, but {why}, so it was not an option (a wrong focus ends the task)."
+        return (f"Swift's first guess was to {_q(guess, 50)}, but {why}, so it was not an option (a wrong focus "
+                f"ends the task).")
     return (f"Swift considered a 'focus on'; {len(keys)} object(s) in view that are not targets of this task "
             f"were not options.")
 

@@ -65,8 +65,9 @@ def consequence(rec: StepRecord) -> str:
     if rec.trigger.name in ("buffer_empty", "buffer_failed"):
         return "Control went back to Swift."
     if rec.trigger.name == "swift_forced":
-        return (f"Sage was not called ({', '.join(rec.trigger.evidence.get('set_aside', []))} set aside): after "
-                f"{rec.trigger.evidence.get('sage_calls_in_a_row', ControllerConfig().sage_streak_limit)} Sage calls in a row, Swift acted once.")
+        ev = rec.trigger.evidence
+        n = ev.get("sage_calls_in_a_row", ControllerConfig().sage_streak_limit)
+        return f"Sage was not called ({', '.join(ev.get('set_aside', []))} set aside): after {n} Sage calls in a row, Swift acted once."
     if any(c.purpose == "focus_review" for c in rec.llm_calls) and not any(c.error for c in rec.llm_calls):
         return ("Sage compared the focus targets in view and chose this one." if rec.system == "sage" else
                 "Sage compared the focus targets in view and found none right yet, so Swift's best other action "
@@ -323,7 +324,8 @@ def render_step_detail(header: EpisodeHeader, r: StepRecord) -> None:
         for who, unnamed in (("Swift", r.swift_focus_unnamed), ("Sage", r.sage_focus_unnamed)):
             if unnamed:
                 st.caption(f"Not options for {who} (focus targets in view that the task does not name or names "
-                           f"for later, and the rooms, doors, inventory and air, which no task focuses on): " + ", ".join(f"`{a}`" for a in unnamed[:12])
+                           f"for later, and the rooms, doors, inventory and air, which no task focuses on): "
+                           + ", ".join(f"`{a}`" for a in unnamed[:12])
                            + (f" and {len(unnamed) - 12} more" if len(unnamed) > 12 else ""))
     with tabs[1]:
         _render_prompts(r)
