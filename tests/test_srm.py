@@ -220,22 +220,40 @@ def test_ambiguity_menu_under_baseline_and_srm(tmp_path, fresh_env):
     task = "chemistry-mix-paint-secondary-color"
     sw_env = fresh_env
     # the menu answer is not Swift's turn: Swift's next proposal comes the step after. The game's valid-action
-    # names of the cups change as the agent acts; the shortest is the ambiguous one.
-    wants = iter(["focus on paint in", "mix paint in", "mix paint in", "mix paint in"])
+    # names of the cups change as the agent acts, and which of them is ambiguous differs between JVMs (CI once saw
+    # another sequence than this machine): Swift tries the 'mix paint in ...' commands in turn, shortest first,
+    # until the same menu has come twice
+    proposed: list[str] = []
 
-    def shortest(_state, valid):
-        want = next(wants)
-        return min((a for a in valid if a.startswith(want)), key=len)
+    def in_turn(_state, valid):
+        want = "mix paint in" if proposed else "focus on paint in"
+        cands = sorted((a for a in valid if a.startswith(want)), key=lambda a: (len(a), a))
+        pick = next((a for a in cands if a not in proposed), cands[0])
+        proposed.append(pick)
+        return pick
 
-    srm = _agent(tmp_path, sw_env, shortest)
+    srm = _agent(tmp_path, sw_env, in_turn)
     _start(srm, task)
-    recs = [srm.step() for _ in range(7)]
+    recs = [srm.step(), srm.step()]
     # a focus request with no option matching the task better: cancelled (blank), never guessed, not counted
     assert recs[0].observation.startswith("Ambiguous request") and recs[1].menu.chosen == -1
     assert recs[1].action == "" and recs[1].gate1[0].reason == "MENU_CANCEL" and srm.state.focus_done == 0
-    answered = [r for r in recs if r.menu and r.menu.chosen >= 0]
-    assert len(answered) == 2 and all(r.menu.chooser == "gate1" and r.gate1[0].reason == "MENU_CHOICE" for r in answered)
-    first, again = answered
+
+    def menus_answered():
+        return [r for r in recs if r.menu and r.menu.chosen >= 0]
+
+    def same_menu_twice():
+        keys = [tuple(sorted(r.menu.options)) for r in menus_answered()]
+        return len(keys) != len(set(keys))
+
+    while not same_menu_twice() and len(recs) < 16:
+        recs.append(srm.step())
+    answered = menus_answered()
+    assert len(answered) >= 2 and all(r.menu.chooser == "gate1" and r.gate1[0].reason == "MENU_CHOICE" for r in answered)
+    by_menu: dict[tuple, list] = {}
+    for r in answered:
+        by_menu.setdefault(tuple(sorted(r.menu.options)), []).append(r)
+    first, again = next(rs for rs in by_menu.values() if len(rs) > 1)[:2]
     assert first.action == str(first.menu.chosen) and sorted(first.menu.options) == sorted(again.menu.options)
     assert again.menu.chosen != first.menu.chosen and "already tried" in again.menu.why  # not option 0 forever
     # Baseline answers with the first option, as SwiftSage does
