@@ -221,14 +221,13 @@ def test_ambiguity_menu_under_baseline_and_srm(tmp_path, fresh_env):
     sw_env = fresh_env
     # the menu answer is not Swift's turn: Swift's next proposal comes the step after. The game's valid-action
     # names of the cups change as the agent acts, and which of them is ambiguous differs between JVMs (CI once saw
-    # another sequence than this machine): Swift tries the 'mix paint in ...' commands in turn, shortest first,
-    # until the same menu has come twice
+    # another sequence than this machine): Swift tries the 'mix paint in ...' commands in turn (the least proposed,
+    # then the shortest) until the same menu has come twice
     proposed: list[str] = []
 
     def in_turn(_state, valid):
         want = "mix paint in" if proposed else "focus on paint in"
-        cands = sorted((a for a in valid if a.startswith(want)), key=lambda a: (len(a), a))
-        pick = next((a for a in cands if a not in proposed), cands[0])
+        pick = min((a for a in valid if a.startswith(want)), key=lambda a: (proposed.count(a), len(a), a))
         proposed.append(pick)
         return pick
 
