@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -462,6 +463,65 @@ def read_episode(path: str | Path, tolerant: bool = False) -> Episode:
         raise TraceError(path, truncated[0] if truncated else 1, "no episode header")
     return Episode(path=path, header=header, steps=steps, summary=summary, truncated_tail=truncated,
                    problems=problems)
+
+
+class TraceTail:
+    """Reads a trace while it is being written (a class following the teacher's run). Each `poll` parses only
+    the complete lines appended since the last one; a half-written last line waits for its newline; a file that
+    was rewritten (a resumed run reopens its trace) is read again from the start. Thread-safe, so one tail serves
+    every reader of a trace in a process."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        self._reset(None)
+
+    def _reset(self, ino: int | None) -> None:
+        self._ino, self._offset, self._line, self._pending = ino, 0, 0, b""
+        self.header: EpisodeHeader | None = None
+        self.steps: list[StepRecord] = []
+        self.summary: EpisodeSummary | None = None
+        self.problems: list[TraceError] = []
+
+    def poll(self) -> Episode:
+        """The episode as far as it is written now. Raises FileNotFoundError, or TraceError while the file has no
+        readable header (a run that is just starting)."""
+        with self._lock:
+            st = os.stat(self.path)
+            if st.st_ino != self._ino or st.st_size < self._offset:
+                self._reset(st.st_ino)
+            if st.st_size > self._offset:
+                with open(self.path, "rb") as fh:
+                    fh.seek(self._offset)
+                    data = fh.read(st.st_size - self._offset)
+                self._offset += len(data)
+                *lines, self._pending = (self._pending + data).split(b"\n")
+                for raw in lines:
+                    self._line += 1
+                    self._take(raw)
+            if self.header is None:
+                raise TraceError(self.path, 1, "no episode header yet")
+            tail = (self._line + 1, self._pending.decode("utf-8", "replace")) if self._pending.strip() else None
+            return Episode(path=self.path, header=self.header, steps=list(self.steps), summary=self.summary,
+                           truncated_tail=tail, problems=list(self.problems))
+
+    def _take(self, raw: bytes) -> None:
+        if not raw.strip():
+            return
+        try:
+            kind, rec = _record(self.path, self._line, json.loads(raw), self.header)
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            self.problems.append(TraceError(self.path, self._line, f"corrupted line (not valid JSON: {e})"))
+            return
+        except TraceError as e:
+            self.problems.append(e)
+            return
+        if kind == "header":
+            self.header = rec
+        elif kind == "step":
+            self.steps.append(rec)
+        else:
+            self.summary = rec
 
 
 def _record(path: Path, no: int, obj: Any, header: EpisodeHeader | None) -> tuple[str, Any]:

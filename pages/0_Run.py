@@ -47,7 +47,7 @@ from views.common import WHAT, actor_label  # noqa: E402
 from views.llm import DEFAULT_EMBEDDED, llm_backend  # noqa: E402
 from views.memory_panels import follow_open_request  # noqa: E402
 from views.progress import call_label, call_purpose, progress_label  # noqa: E402
-from views import tour  # noqa: E402
+from views import follow, share, tour  # noqa: E402
 
 log = logging.getLogger("swiftsage.run_page")
 
@@ -135,6 +135,8 @@ def _build_config(s: dict[str, Any]) -> Config:
                                 "llm.base_url": s["base_url"], "llm.model": s["llm_model"],
                                 "llm.timeout_s": s["llm_timeout"], "llm.n_threads": s["llm_threads"],
                                 "env.step_limit": s["step_limit"], "amm.store_dir": s.get("memory_store", "")})
+    if share.share_mode():  # a shared app: the operator's LLM, whatever the session state holds
+        cfg.llm = dataclasses.replace(share.operator().llm(), timeout_s=float(s["llm_timeout"]))
     if s.get("quick"):  # quick demo: no model call at all (Sage, the Critic, reflection between episodes)
         cfg = apply_overrides(cfg, {"controller.sage_enabled": False, "srm.critic_enabled": False,
                                     "amm.reflection": "off"})
@@ -182,6 +184,8 @@ def _drop_agent() -> None:
 
 
 def do_reset(s: dict[str, Any]) -> None:
+    if not share.unlocked():
+        return _fail("This shared app is locked: only the teacher (with the passcode) starts runs.")
     try:
         catalog().check_variation(s["task"], int(s["variation"]), s["split"])
         if s["backend"] == "openai" and not s["base_url"].strip():
@@ -299,6 +303,9 @@ def do_step(where) -> bool:
     if agent is None or header is None:
         _fail("No episode yet: choose a task and press **Reset**.")
         return False
+    if not share.unlocked():
+        _fail("This shared app is locked: only the teacher (with the passcode) runs steps.")
+        return False
     if agent.done:
         S["run_running"] = False
         st.toast("The episode is over: press Reset to start another.")
@@ -358,6 +365,40 @@ def live_sidebar() -> dict[str, Any]:
                            "Off: Sage is called when a rule fires, about 20 s per call with the embedded model.")
     if quick:
         st.caption("Quick demo: Swift acts alone; no model is called (Sage, Critic, reflection).")
+    if share.share_mode():  # fixed by the operator: shown, not editable (the key goes only to their server)
+        op = share.operator()
+        st.caption(f"**LLM (Sage)**: {op.llm_label()} · CPU threads "
+                   f"{op.n_threads or 'auto'} · fixed by whoever started this shared app.")
+        backend, emb, base_url, model = op.backend, op.embedded_model, op.base_url, op.model
+    else:
+        backend, emb, base_url, model = llm_widgets()
+    d_llm, d_env = LLMConfig(), Config().env
+    S.setdefault("run_llm_timeout", int(d_llm.timeout_s))
+    S.setdefault("run_llm_threads", d_llm.n_threads)
+    S.setdefault("run_step_limit", d_env.step_limit)
+    threads = S["run_llm_threads"]
+    with st.expander("Advanced"):
+        timeout = st.number_input("Sage call timeout (s)", min_value=5, max_value=1800,
+                                  key="run_llm_timeout", help="A model call that takes longer is stopped and recorded "
+                                  "as an error; the agent then falls back to Swift's action (`llm.timeout_s`).")
+        if not share.share_mode():
+            threads = st.number_input("LLM CPU threads (embedded; 0 = auto)", min_value=0, max_value=64,
+                                      key="run_llm_threads", help="Threads llama.cpp uses (`llm.n_threads`). 0 "
+                                      "chooses at every call: all cores when the others are idle, one fewer per busy "
+                                      "core (a llama.cpp thread sharing its core with another program stalls the "
+                                      "rest).")
+        limit = st.number_input("Step limit", min_value=1, max_value=1000,
+                                key="run_step_limit", help="The episode ends after this many steps "
+                                "(`env.step_limit`, 100 in the paper's protocol).")
+    return {"task": task, "split": split, "variation": variation, "preset": pre, "backend": backend,
+            "embedded_model": emb, "base_url": base_url, "llm_model": model, "llm_timeout": float(timeout),
+            "llm_threads": int(threads), "step_limit": int(limit), "memory_store": memory_store, "quick": bool(quick)}
+
+
+def llm_widgets() -> tuple[str, str, str, str]:
+    """The LLM choice (a local app only): backend, embedded model, server URL, model name."""
+    op = share.operator_or_default()  # the operator's settings preselect the widgets
+    S.setdefault("run_backend", op.backend)
     backend = st.selectbox("LLM backend (Sage)", ["embedded", "openai"], key="run_backend",
                            format_func=lambda b: {"embedded": "embedded (offline, on this CPU)",
                                                   "openai": "OpenAI-compatible server (vLLM, Ollama, ...)"}[b],
@@ -372,29 +413,13 @@ def live_sidebar() -> dict[str, Any]:
                                 "pick) on a 2-core CPU, ~4 s to review a focus; SmolLM2-135M answers in seconds but "
                                 "its plans are poor.")
     else:
-        S.setdefault("run_base_url", LLMConfig().base_url)
+        S.setdefault("run_base_url", op.base_url)
+        S.setdefault("run_llm_model", op.model)
         base_url = st.text_input("Server URL", key="run_base_url",
                                  help="The /v1 address of an OpenAI-compatible server, e.g. vLLM's.")
         model = st.text_input("Model name", key="run_llm_model",
                               help="The model name the server serves (empty: the server's default).")
-    d_llm, d_env = LLMConfig(), Config().env
-    S.setdefault("run_llm_timeout", int(d_llm.timeout_s))
-    S.setdefault("run_llm_threads", d_llm.n_threads)
-    S.setdefault("run_step_limit", d_env.step_limit)
-    with st.expander("Advanced"):
-        timeout = st.number_input("Sage call timeout (s)", min_value=5, max_value=1800,
-                                  key="run_llm_timeout", help="A model call that takes longer is stopped and recorded "
-                                  "as an error; the agent then falls back to Swift's action (`llm.timeout_s`).")
-        threads = st.number_input("LLM CPU threads (embedded; 0 = auto)", min_value=0, max_value=64,
-                                  key="run_llm_threads", help="Threads llama.cpp uses (`llm.n_threads`). 0 chooses at "
-                                  "every call: all cores when the others are idle, one fewer per busy core (a "
-                                  "llama.cpp thread sharing its core with another program stalls the rest).")
-        limit = st.number_input("Step limit", min_value=1, max_value=1000,
-                                key="run_step_limit", help="The episode ends after this many steps "
-                                "(`env.step_limit`, 100 in the paper's protocol).")
-    return {"task": task, "split": split, "variation": variation, "preset": pre, "backend": backend,
-            "embedded_model": emb, "base_url": base_url, "llm_model": model, "llm_timeout": float(timeout),
-            "llm_threads": int(threads), "step_limit": int(limit), "memory_store": memory_store, "quick": bool(quick)}
+    return backend, emb, base_url, model
 
 
 def live_buttons() -> None:
@@ -488,6 +513,8 @@ def do_continue() -> None:
 
     kind, path, t, pre, quick = req
     what = "fork" if kind == "fork" else "resume"
+    if not share.unlocked():
+        return _fail(f"Cannot {what}: this shared app is locked; only the teacher (with the passcode) starts runs.")
     try:
         ep = read_episode(path)
         if kind == "resume":  # the recorded configuration, with this session's LLM settings
@@ -525,6 +552,8 @@ def do_continue() -> None:
 
 def resume_box(path: str, ep) -> None:
     """An interrupted trace (killed, stopped, or ended by an error) can be continued in place."""
+    if not share.unlocked():
+        return
     if ep.summary is not None and ep.summary.reason not in ("stopped", "error"):
         return
     if ep.steps and ep.steps[-1].done:
@@ -541,6 +570,8 @@ def resume_box(path: str, ep) -> None:
 
 def fork_box(path: str, ep, t: int) -> None:
     """Sidebar: rerun the recorded episode from the shown step with another preset."""
+    if not share.unlocked():
+        return
     n = len(ep.steps)
     ended = t > 0 and ep.steps[t - 1].done
     with st.expander("Rerun from this step (fork)", expanded=False):
@@ -651,6 +682,21 @@ def recorded_view() -> None:
         st.rerun()
 
 
+def follow_view() -> None:
+    """Follow the run being recorded (the class link): read-only, from the trace on disk."""
+    target = str(S.get("follow_target") or follow.LIVE)
+    path = follow.target_path(target)
+    ep = follow.episode_or_message(target)
+    with st.sidebar:
+        st.caption("Following: " + ("the newest run (the teacher's)" if target == follow.LIVE else
+                                    f"`{sources.link_path(target)}`"))
+        t = follow.sidebar(ep, target)
+    if ep is not None:
+        follow.status_line(ep, t)
+        render_episode(ep.header, ep.steps, t, ep.summary, recorded=True)
+    follow.watch(target, str(path) if path is not None else None, len(ep.steps) if ep is not None else -1)
+
+
 def _toggle_play(n: int) -> None:
     playing = not S.get("run_playing")
     if playing and int(S.get("run_rec_step", 0)) >= n:
@@ -695,6 +741,7 @@ for _k in ("run_task", "run_split", "run_variation", "run_preset", "run_backend"
 
 first_visit()
 open_from_link()
+follow.open_from_link()
 st.title("SwiftSage Explorer: Run")
 if S.get("run_link_error"):
     st.error(S.pop("run_link_error"))
@@ -703,12 +750,21 @@ st.caption(WHAT["page"])
 
 with st.sidebar:
     st.header("Run")
-    source = st.radio("Source", ["Live run", "Recorded episode"], key="run_source", horizontal=True,
-                      help="Run the agent now, or replay an episode recorded earlier.")
+    # a locked shared app has no live run: a visitor follows the teacher's run or replays recorded ones
+    sources_shown = (["Live run"] if share.unlocked() else []) + ["Recorded episode", "Follow live"]
+    if S.get("run_source") not in sources_shown:
+        S["run_source"] = "Follow live" if S.get("run_source") == "Live run" else sources_shown[0]
+    source = st.radio("Source", sources_shown, key="run_source", horizontal=True,
+                      help="Run the agent now, replay an episode recorded earlier, or follow the run being "
+                           "recorded right now (the teacher's), step by step as it happens.")
+    share.passcode_box()
 
 if source == "Recorded episode":
     S["run_running"] = False
     recorded_view()
+elif source == "Follow live":
+    S["run_running"] = False
+    follow_view()
 else:
     with st.sidebar:
         settings = live_sidebar()
@@ -746,7 +802,9 @@ else:
             _parent_line(header.parent, str(agent.trace_path))
         render_episode(header, records, len(records), agent.summary, recorded=False, next_hint=next_hint(agent))
         if agent.trace_path is not None:
-            st.caption(f"Recorded to `{agent.trace_path}`: open it later under *Recorded episode*.")
+            st.caption(f"Recorded to `{agent.trace_path}`: open it later under *Recorded episode*. The class "
+                       f"follows it live at **{follow.class_link()}** (from another machine, use this machine's "
+                       f"network address).")
     if want_step and do_step(progress_slot):
         st.rerun()  # draw the new step
 follow_open_request()  # "Open in the Memory explorer" was pressed in a Memory panel

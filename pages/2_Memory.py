@@ -29,6 +29,7 @@ from memory_store import (MEMORY_TYPES, TYPE_COLORS, MemoryConfig, MemoryStream,
                           open_stream, seed_demo)
 from memory_store.charts import breakdown_figure  # noqa: E402
 from memory_store.scoring import recency as recency_curve  # noqa: E402
+from views import share  # noqa: E402
 from views.stores import default_store, is_store, short_path  # noqa: E402
 
 RUNS_DIR = Path(os.environ.get("SWIFTSAGE_RUNS_DIR") or ROOT / "runs")
@@ -192,9 +193,10 @@ def panel_query(stream: MemoryStream, frame: pd.DataFrame) -> None:
                           help="Recency is measured from here; by default the latest time in the store.")
     types = c3.multiselect("Only types", list(MEMORY_TYPES), key="mem_q_types",
                            help="Restrict the candidates (and so the normalization) to these types.")
-    touch = c4.checkbox("Update last access", value=False, key="mem_touch",
+    touch = c4.checkbox("Update last access", value=False, key="mem_touch", disabled=not share.unlocked(),
                         help="The agent's retrievals refresh the retrieved memories' recency; "
-                             "off here so exploring does not change the agent's memory.")
+                             "off here so exploring does not change the agent's memory (in a shared class only "
+                             "the teacher may change it).") and share.unlocked()
     if st.button("Retrieve", key="mem_retrieve", type="primary", disabled=not q.strip()):
         with st.spinner("Embedding the query and scoring memories..."):
             result = stream.retrieve(q, now=now, k=int(k), types=types or None, update_access=touch)
@@ -215,6 +217,12 @@ def panel_trace() -> None:
     custom = st.text_input("...or a trace file path", key="mem_trace_path")
     path = Path(custom).expanduser() if custom.strip() else (Path(by_label[choice]) if choice != "(none)" else None)
     found: list[tuple[str, dict[str, Any]]] = []
+    if path is not None and custom.strip():
+        try:  # a shared app reads traces only under its own folders
+            share.checked_path(custom, what="trace files")
+        except share.PathRefused as e:
+            st.error(str(e))
+            path = None
     if path is not None:
         if not path.is_absolute() and not path.exists():
             path = ROOT / path
@@ -427,6 +435,8 @@ if "mem_dir" not in S:
 store_dir = st.text_input("Memory store directory", key="mem_dir",
                           help=f"A Chroma store written by the agent. Default: {why_default}.")
 st.caption(f"Default: {why_default}.")
+with st.sidebar:
+    share.passcode_box()
 opened = S.get("mem_opened_retrieval")
 if opened:
     with st.container(border=True):
@@ -441,14 +451,30 @@ if opened:
             S.pop("mem_opened_retrieval", None)
             st.rerun()
 
+try:  # a shared app opens and creates stores only under its own folders; nothing outside is read
+    share.checked_path(store_dir, what="memory stores")
+except share.PathRefused as e:
+    st.error(str(e))
+    st.subheader("Retrievals recorded in traces")
+    panel_trace()
+    st.stop()
 if not is_store(store_dir):
     st.warning(f"There is no memory store at {store_dir!r} (no chroma.sqlite3 there), so nothing was opened or "
                f"created. Enter the directory of a store, for example {default_dir!r}.")
-    if st.button("Create a small demo store there", key="mem_seed_new",
-                 help="Writes a hand-written demo of ScienceWorld memories into a new store at this path."):
+    refusal = None
+    try:
+        share.checked_path(store_dir, what="memory stores", create=True)
+    except share.PathRefused as e:
+        refusal = str(e)
+    if not share.unlocked():
+        refusal = "In a shared class only the teacher (with the passcode) creates memory stores."
+    if st.button("Create a small demo store there", key="mem_seed_new", disabled=refusal is not None,
+                 help=refusal or "Writes a hand-written demo of ScienceWorld memories into a new store at this path."):
         with st.spinner("Embedding the demo memories..."):
             seed_demo(_open(store_dir))
         st.rerun()
+    if refusal:
+        st.caption(refusal)
     st.subheader("Retrievals recorded in traces")
     panel_trace()
     st.stop()
@@ -473,7 +499,7 @@ with m5:
 if len(frame) == 0:
     st.info(f"The memory store at {stream.path} is empty. Run the agent with AMM on to fill it, or seed a small "
             "demo store of ScienceWorld memories (boiling water, growing a plant, testing conductivity).")
-    if st.button("Seed demo store", key="mem_seed", type="primary"):
+    if st.button("Seed demo store", key="mem_seed", type="primary", disabled=not share.unlocked()):
         with st.spinner("Embedding the demo memories..."):
             seed_demo(stream)
         st.rerun()

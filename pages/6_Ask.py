@@ -30,6 +30,7 @@ from memory_store.interview import (ANSWER_MAX_TOKENS, STOP, Answer, answer_ques
                                     retrieve_for_question, top_candidates)
 from views import sources  # noqa: E402
 from views.ask import episode_stream, suggested_questions  # noqa: E402
+from views import share  # noqa: E402
 from views.llm import DEFAULT_EMBEDDED, llm_backend  # noqa: E402
 from views.stores import default_store, is_store, short_path  # noqa: E402
 
@@ -75,27 +76,42 @@ def sidebar() -> dict:
             S.setdefault("ask_store", d)
             out["store"] = st.text_input("Memory store directory", key="ask_store", help=f"Default: {why}.")
         st.divider()
-        backend = st.selectbox("Model that answers", ["embedded", "openai"], key="ask_backend",
-                               format_func={"embedded": "embedded (offline, on this CPU)",
-                                            "openai": "OpenAI-compatible server (vLLM, Ollama, ...)"}.get)
-        cfg = LLMConfig(backend=backend)
-        if backend == "embedded":
-            S.setdefault("ask_emb", DEFAULT_EMBEDDED)
-            cfg.embedded_model = st.selectbox("Embedded model", list(EMBEDDED_MODELS), key="ask_emb",
-                                              format_func=lambda k: EMBEDDED_MODELS[k].title,
-                                              help="Qwen2.5-Coder-1.5B answers sensibly in ~15-30 s on a 2-core "
-                                                   "CPU; SmolLM2-135M in seconds, but its answers are poor.")
-        else:
-            S.setdefault("ask_url", LLMConfig().base_url)
-            cfg.base_url = st.text_input("Server URL", key="ask_url", help="The /v1 address, e.g. vLLM's.")
-            cfg.model = st.text_input("Model name", key="ask_model", help="Empty: the server's default.")
-        out["llm"] = cfg
+        out["llm"] = llm_choice()
         S.setdefault("ask_k", MemoryConfig().top_k)
         out["k"] = int(st.number_input("Memories retrieved (k)", 1, 10, key="ask_k",
                                        help="How many memories the answer may use (`memory.top_k`)."))
         if st.button("Clear the conversation", key="ask_clear"):
             S["ask_history"] = []
+        share.passcode_box()
     return out
+
+
+def llm_choice() -> LLMConfig:
+    """Which model phrases the answer: chosen here locally, the operator's in a shared app (shown, not editable)."""
+    if share.share_mode():
+        op = share.operator()
+        st.caption(f"**Model that answers**: {op.llm_label()} · fixed by whoever started this shared app."
+                   + ("" if share.may_ask_model() else " In this class the model is kept for the teacher's run: "
+                      "your question gets the memories that answer it, without the model's sentence."))
+        return op.llm()
+    op = share.operator_or_default()
+    S.setdefault("ask_backend", op.backend)
+    backend = st.selectbox("Model that answers", ["embedded", "openai"], key="ask_backend",
+                           format_func={"embedded": "embedded (offline, on this CPU)",
+                                        "openai": "OpenAI-compatible server (vLLM, Ollama, ...)"}.get)
+    cfg = LLMConfig(backend=backend)
+    if backend == "embedded":
+        S.setdefault("ask_emb", DEFAULT_EMBEDDED)
+        cfg.embedded_model = st.selectbox("Embedded model", list(EMBEDDED_MODELS), key="ask_emb",
+                                          format_func=lambda k: EMBEDDED_MODELS[k].title,
+                                          help="Qwen2.5-Coder-1.5B answers sensibly in ~15-30 s on a 2-core "
+                                               "CPU; SmolLM2-135M in seconds, but its answers are poor.")
+    else:
+        S.setdefault("ask_url", op.base_url)
+        S.setdefault("ask_model", op.model)
+        cfg.base_url = st.text_input("Server URL", key="ask_url", help="The /v1 address, e.g. vLLM's.")
+        cfg.model = st.text_input("Model name", key="ask_model", help="Empty: the server's default.")
+    return cfg
 
 
 def open_source(choice: dict):
@@ -111,6 +127,11 @@ def open_source(choice: dict):
             return None
         return stream, sources.trace_label(trace), header, steps
     store = choice.get("store", "")
+    try:
+        share.checked_path(store, what="memory stores")
+    except share.PathRefused as e:
+        st.error(str(e))
+        return None
     if not is_store(store):
         st.warning(f"There is no memory store at {store!r} (no chroma.sqlite3 there).")
         return None
@@ -155,7 +176,7 @@ def render_answer(ans: Answer) -> None:
 
 
 def usual_seconds(model: str) -> float | None:
-    lat = [h["answer"]["latency_s"] for h in S["ask_history"] if h["answer"]["model"] == model
+    lat = [h["answer"]["latency_s"] for h in S["ask_history"] if h["answer"] and h["answer"]["model"] == model
            and not h["answer"]["error"]]
     return statistics.median(lat[-5:]) if lat else None
 
@@ -172,6 +193,12 @@ def ask(question: str, stream, label: str, choice: dict) -> None:
         box = st.empty()
         cancel = threading.Event()
         done: dict = {}
+        if not share.may_ask_model():  # a locked classroom browser: the memories above are the answer
+            st.caption("The memories above are what the agent would answer from; in this class the model that "
+                       "phrases an answer is kept for the teacher.")
+            S["ask_history"].append({"question": question, "source": label, "retrieval": result.to_dict(),
+                                     "answer": None})
+            return
         try:
             backend = llm_backend(cfg)  # loaded here, in the page's own thread (a Streamlit cache)
         except Exception as e:  # noqa: BLE001 - a backend that cannot even be built: shown, not raised
@@ -216,9 +243,11 @@ for i, h in enumerate(S["ask_history"]):
         st.markdown(h["question"])
         st.caption(h["source"])
     with st.chat_message("assistant", avatar="🧠"):
-        ans = Answer.from_dict(h["answer"])
-        render_retrieved(RetrievalResult.from_dict(h["retrieval"]), key=f"ask_h{i}", cited=ans.cited)
-        render_answer(ans)
+        ans = Answer.from_dict(h["answer"]) if h["answer"] else None
+        render_retrieved(RetrievalResult.from_dict(h["retrieval"]), key=f"ask_h{i}",
+                         cited=ans.cited if ans else None)
+        if ans is not None:
+            render_answer(ans)
 
 if opened is not None:
     stream, label, header, steps = opened

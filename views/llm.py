@@ -24,4 +24,9 @@ def _backend(llm_cfg_json: str):
 
 
 def llm_backend(cfg: LLMConfig):
+    """The shared backend for these settings. In a shared app, only the operator's server URL is ever used (so
+    their API key goes nowhere else): anything else raises PermissionError before a request is made."""
+    from views import share
+
+    share.check_llm(cfg)
     return _backend(json.dumps(dataclasses.asdict(cfg), sort_keys=True))

@@ -9,7 +9,7 @@ from pathlib import Path
 import streamlit as st
 
 from memory_store import MemoryConfig
-from views import sources
+from views import share, sources
 
 ROOT = sources.ROOT
 
@@ -37,7 +37,7 @@ def latest_run_store() -> tuple[str, str] | None:
         except (OSError, ValueError):
             continue
         store = header.get("memory_store") if isinstance(header, dict) else None
-        if store and is_store(store):
+        if store and share.may_open(store) and is_store(store):  # a shared app skips stores outside its folders
             return store, str(trace)
     return None
 
