@@ -693,7 +693,7 @@ def follow_view() -> None:
         t = follow.sidebar(ep, target)
     if ep is not None:
         follow.status_line(ep, t)
-        render_episode(ep.header, ep.steps, t, ep.summary, recorded=True)
+        render_episode(ep.header, ep.steps, t, ep.summary, recorded=True, lazy_steps=True)
     follow.watch(target, str(path) if path is not None else None, len(ep.steps) if ep is not None else -1)
 
 

@@ -62,6 +62,12 @@ def _labels(r: MemoryRetrieval) -> list[str]:
             for c in r.result.top]
 
 
+@st.cache_resource(show_spinner=False, max_entries=512)
+def _shared_bars(key_hash: int, _res, _labels: list[str]):
+    """A recorded retrieval's score bars, built once per server for every browser that shows them."""
+    return breakdown_figure(_res.top, _res.weights, labels=_labels, title="", bar_height=26)
+
+
 def render_retrieval_card(r: MemoryRetrieval, key: str, *, explain: bool = True, store: str = "") -> None:
     st.markdown(retrieval_title(r), unsafe_allow_html=True)
     if explain:
@@ -75,7 +81,10 @@ def render_retrieval_card(r: MemoryRetrieval, key: str, *, explain: bool = True,
         st.caption(f"Query: “{clip(res.query, 160)}” · {res.eligible} eligible memories "
                    f"({', '.join(f'{k}={v}' for k, v in res.filters.items()) or 'no filter'}) · "
                    f"now = {res.now:g} · {res.elapsed_ms:.0f} ms. ▶ marks the records that were injected.")
-        fig = breakdown_figure(res.top, res.weights, labels=_labels(r), title="", bar_height=26)
+        labels = _labels(r)
+        key_hash = hash((res.query, res.now, tuple((c.id, c.score) for c in res.top), tuple(labels),
+                         tuple(sorted(res.weights.items()))))
+        fig = _shared_bars(key_hash, res, labels)
         st.plotly_chart(fig, key=f"{key}_bars", width="stretch", config={"displayModeBar": False})
     if r.injected_text:
         st.markdown("Injected text, exactly:")

@@ -24,6 +24,29 @@ from views.srm_panels import render_critic_raw, render_srm, render_srm_detail
 LIST_PAGE = 20  # steps shown in the step list before "show all"
 
 
+def records_key(records: list[StepRecord]) -> tuple:
+    """What the charts draw from each record: equal keys draw equal figures (cheap to compute, ~1 ms per 1,000
+    steps)."""
+    return tuple((r.step, r.system, r.action, r.score, r.reward, r.replayed, r.trigger.name if r.trigger else None,
+                  sum(1 for g in r.gate1 if g.decision == "DROP"), r.stagnation is not None, r.critic is not None)
+                 for r in records)
+
+
+@st.cache_resource(show_spinner=False, max_entries=256)
+def _figure(kind: str, run_id: str, key: int, cursor: int | None, mechanisms: tuple[str, ...],
+            _records: list[StepRecord]) -> Any:
+    if kind == "timeline":
+        return timeline_figure(_records, cursor, mechanisms=mechanisms)
+    return score_figure(_records, cursor)
+
+
+def shared_figure(kind: str, header, records: list[StepRecord], cursor: int | None,
+                  mechanisms: tuple[str, ...] = ("swift", "sage")) -> Any:
+    """The timeline or score figure, built once per server for every browser showing the same steps (thirty
+    students following one run draw it once, not thirty times). Callers only read the figure."""
+    return _figure(kind, getattr(header, "run_id", ""), hash(records_key(records)), cursor, mechanisms, records)
+
+
 # ----------------------------------------------------------------------------- words from records
 
 def rules(config: dict[str, Any]) -> list[str]:
@@ -202,7 +225,7 @@ def render_timeline(header: EpisodeHeader, records: list[StepRecord], t: int, *,
     if not records:
         st.caption("No steps yet: the agent starts with Swift.")
     else:
-        fig = timeline_figure(records, cursor, mechanisms=episode_mechanisms(header))
+        fig = shared_figure("timeline", header, records, cursor, tuple(episode_mechanisms(header)))
         st.plotly_chart(fig, key="run_timeline_chart", width="stretch", config={"displayModeBar": False})
         switches = [r for r in records[:t] if r.trigger][-3:]
         if switches:
@@ -268,7 +291,7 @@ def render_score(header: EpisodeHeader, records: list[StepRecord], t: int, *, cu
     if not records:
         st.caption("No steps yet.")
         return
-    st.plotly_chart(score_figure(records, cursor), key="run_score_chart", width="stretch",
+    st.plotly_chart(shared_figure("score", header, records, cursor), key="run_score_chart", width="stretch",
                     config={"displayModeBar": False})
 
 
@@ -333,7 +356,8 @@ def render_step_detail(header: EpisodeHeader, r: StepRecord) -> None:
         st.json(dataclasses.asdict(r), expanded=1)
 
 
-def render_step_list(header: EpisodeHeader, records: list[StepRecord], t: int, *, key: str) -> None:
+def render_step_list(header: EpisodeHeader, records: list[StepRecord], t: int, *, key: str,
+                     lazy: bool = False) -> None:
     """Steps 1..t, newest first, each in an expander."""
     st.markdown("**Steps**")
     st.caption(WHAT["steps"])
@@ -344,8 +368,23 @@ def render_step_list(header: EpisodeHeader, records: list[StepRecord], t: int, *
     if len(shown) > LIST_PAGE and not st.toggle(f"Show all {len(shown)} steps", key=f"{key}_all"):
         shown = shown[:LIST_PAGE]
     for r in shown:
+        if lazy:  # a step's detail is drawn only while its expander is open (a class of followers pays for none)
+            box = st.expander(step_summary(r), expanded=False, key=f"{key}_x{r.step}", on_change="rerun")
+            if box.open:
+                with box:
+                    _shared_step_detail(getattr(header, "run_id", ""), r.step,
+                                        hash((r.action, r.score, r.observation)), header, r)
+            continue
         with st.expander(step_summary(r), expanded=False):
-            render_step_detail(header, r)
+            _shared_step_detail(getattr(header, "run_id", ""), r.step, hash((r.action, r.score, r.observation)),
+                                header, r)
+
+
+@st.cache_data(show_spinner=False, max_entries=4096)
+def _shared_step_detail(run_id: str, step: int, fingerprint: int, _header: EpisodeHeader, _r: StepRecord) -> None:
+    """A step's detail is drawn once per server and replayed to every browser that shows it (Streamlit replays the
+    elements a cached function drew): a step record never changes once written."""
+    render_step_detail(_header, _r)
 
 
 # ----------------------------------------------------------------------------- the whole step
@@ -368,7 +407,7 @@ def render_narration(header: EpisodeHeader, records: list[StepRecord], t: int, r
 
 
 def render_episode(header: EpisodeHeader, records: list[StepRecord], t: int, summary: EpisodeSummary | None, *,
-                   recorded: bool, next_hint: str | None = None) -> None:
+                   recorded: bool, next_hint: str | None = None, lazy_steps: bool = False) -> None:
     """Everything about step t of an episode, from its records only (live and recorded views share it)."""
     cursor = t if recorded else None  # a dotted line marks the replayed step on both charts
     render_header(header, records, t, total=len(records) if recorded else None, next_hint=next_hint)
@@ -384,4 +423,4 @@ def render_episode(header: EpisodeHeader, records: list[StepRecord], t: int, sum
     with right:
         render_buffer(header, records, t)
     render_score(header, records, t, cursor=cursor)
-    render_step_list(header, records, t, key="run_list_rec" if recorded else "run_list_live")
+    render_step_list(header, records, t, key="run_list_rec" if recorded else "run_list_live", lazy=lazy_steps)
