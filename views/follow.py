@@ -105,8 +105,9 @@ def sidebar(ep: Episode | None, target: str) -> int:
         return 0
     n = len(ep.steps)
     at_live = bool(S.get("follow_at_live", True))
-    if at_live or int(S.get("follow_step", 0)) > n:
-        S["follow_step"] = n
+    # written back every run (as the recorded view does): the slider's range grows with the run, and a widget whose
+    # range changed would otherwise start again from 0
+    S["follow_step"] = n if at_live else min(max(int(S.get("follow_step", n)), 0), n)
     st.caption(f"**{sources.trace_label(ep.path)}**")
     if n:
         st.slider("Step", 0, n, key="follow_step", on_change=_moved, args=(n,),
