@@ -39,17 +39,25 @@ class Session:
     _fragments: dict[str, asyncio.Task] = field(default_factory=dict)
     connected: asyncio.Event = field(default_factory=asyncio.Event)
 
-    async def send_rerun(self, query: str | None = None, fragment_id: str = "") -> None:
+    async def send_rerun(self, query: str | None = None, fragment_id: str = "") -> bool:
+        """Ask for a script run (a fragment's, with its id); False when the connection is gone."""
+        from websockets.exceptions import ConnectionClosed
+
         if query is not None:
             self.query = query
         msg = BackMsg(rerun_script=ClientState(query_string=self.query, page_script_hash=self.page_hash,
                                                fragment_id=fragment_id, is_auto_rerun=bool(fragment_id)))
-        await self._ws.send(msg.SerializeToString())
+        try:
+            await self._ws.send(msg.SerializeToString())
+            return True
+        except ConnectionClosed:
+            return False
 
     async def _auto_rerun(self, fragment_id: str, interval: float) -> None:
         while True:
             await asyncio.sleep(interval)
-            await self.send_rerun(fragment_id=fragment_id)
+            if not await self.send_rerun(fragment_id=fragment_id):
+                return
 
     def _take(self, raw: bytes) -> None:
         self.bytes_in += len(raw)
