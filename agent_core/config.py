@@ -154,7 +154,8 @@ class LLMConfig:
     # 0 = auto, chosen at the start of every call (llm/embedded.py, `auto_threads`): every core when the others are
     # idle (an agent waiting for Sage leaves them idle: 2 threads read a prompt ~1.8x faster than 1 on 2 cores), one
     # core fewer per busy one otherwise, since llama.cpp threads spin-wait and a thread sharing its core with another
-    # process stalls the rest (measured: 16 s vs 62 s for one SmolLM2 call with the test suite running). n > 0: n.
+    # process stalls the rest (measured: 16 s vs 62 s for one SmolLM2 call with the test suite running). Only other
+    # processes count: this one's own bursts (the app redrawing pages for a class) end long before the call. n > 0: n.
     n_threads: int = 0
 
 

@@ -197,6 +197,32 @@ def test_busy_cores_sees_a_busy_core():
     assert busy is not None and busy >= 0.7, (idle, busy)
 
 
+def test_busy_cores_leaves_out_this_process():
+    """A burst in this process (a page redraw in the app) is not another program's load: llama.cpp keeps its cores."""
+    import threading
+    import time as _time
+
+    from agent_core.llm.embedded import busy_cores
+
+    if busy_cores(0.1) is None:
+        pytest.skip("no /proc/stat on this system")
+    stop = threading.Event()
+
+    def spin() -> None:
+        while not stop.is_set():
+            sum(i * i for i in range(1000))
+
+    th = threading.Thread(target=spin)
+    th.start()
+    try:
+        _time.sleep(0.1)
+        busy = busy_cores(0.5)
+    finally:
+        stop.set()
+        th.join()
+    assert busy is not None and busy < 0.5, busy
+
+
 def _spin(stop) -> None:
     while not stop.is_set():
         pass

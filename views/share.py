@@ -306,17 +306,7 @@ def data_roots() -> list[Path]:
 
 
 def _inside(path: Path, roots: list[Path]) -> bool:
-    try:
-        real = path.resolve()  # symlinks and '..' resolved before the check
-    except (OSError, RuntimeError):
-        return False
-    for r in roots:
-        try:
-            if real.is_relative_to(r.resolve()):
-                return True
-        except OSError:
-            continue
-    return False
+    return any(sources.inside(path, r) for r in roots)  # symlinks and '..' resolved before the check
 
 
 def roots_text(roots: list[Path]) -> str:

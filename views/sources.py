@@ -5,6 +5,7 @@ or typed by a user that points elsewhere is refused, never read. The folders are
 environment on every call, so a test (or a deployment) can point them elsewhere."""
 from __future__ import annotations
 
+import functools
 import os
 import re
 from pathlib import Path
@@ -34,10 +35,17 @@ def trace_roots() -> list[Path]:
     return [runs_dir(), examples_dir(), evals_dir(), shipped_evals_dir()]
 
 
-def _inside(path: Path, root: Path) -> bool:
+@functools.lru_cache(maxsize=4096)
+def real(path: str) -> Path:
+    """`Path(path).resolve()`, remembered: resolving costs an lstat per path component, and every redraw of every
+    browser asks again for the same few folders and traces."""
+    return Path(path).resolve()
+
+
+def inside(path: Path, root: Path) -> bool:
     try:
-        return path.resolve().is_relative_to(root.resolve())
-    except OSError:
+        return real(str(path)).is_relative_to(real(str(root)))
+    except (OSError, RuntimeError):
         return False
 
 
@@ -51,15 +59,15 @@ def resolve_trace(text: str | None) -> Path | None:
         p = ROOT / p
     if p.suffix != ".jsonl" or not p.is_file():
         return None
-    return p if any(_inside(p, r) for r in trace_roots()) else None
+    return p if any(inside(p, r) for r in trace_roots()) else None
 
 
 def link_path(path: str | Path) -> str:
     """The shortest way to name a trace in a URL: relative to the project when inside it."""
     p = Path(path)
     try:
-        return str(p.resolve().relative_to(ROOT.resolve()))
-    except ValueError:
+        return str(real(str(p)).relative_to(real(str(ROOT))))
+    except (ValueError, OSError, RuntimeError):
         return str(p)
 
 
@@ -83,11 +91,11 @@ def trace_label(p: str | Path) -> str:
     """'boil v21 · baseline · 2026-11-30 05:57 (runs)' from the run id in the file name; evaluation traces
     ('boil-v21-srm.jsonl') read 'boil v21 · srm (evaluation NAME)'."""
     path = Path(p)
-    if _inside(path, examples_dir()):
+    if inside(path, examples_dir()):
         where = "examples"
-    elif _inside(path, evals_dir()) or _inside(path, shipped_evals_dir()):
-        root = evals_dir() if _inside(path, evals_dir()) else shipped_evals_dir()
-        parts = path.resolve().relative_to(root.resolve()).parts
+    elif inside(path, evals_dir()) or inside(path, shipped_evals_dir()):
+        root = evals_dir() if inside(path, evals_dir()) else shipped_evals_dir()
+        parts = real(str(path)).relative_to(real(str(root))).parts
         where = f"evaluation {parts[0]}" if len(parts) > 3 else "evaluation"
     else:
         where = "runs"

@@ -120,21 +120,27 @@ def _close_all() -> None:
 
 
 def busy_cores(window_s: float = 0.15) -> float | None:
-    """How many cores are busy right now, system-wide (Linux /proc/stat over a short window); None elsewhere."""
-    def snap() -> tuple[int, int]:
+    """How many cores other processes keep busy right now (Linux /proc over a short window); None elsewhere.
+    This process's own threads are left out: in the app they are page redraws (a class of followers redrawing
+    after each step), short bursts that are over long before a model call is, while another program's load (a
+    second agent, a build) lasts."""
+    def snap() -> tuple[int, int, int]:
         with open("/proc/stat") as fh:
             ticks = [int(x) for x in fh.readline().split()[1:9]]
-        return sum(ticks), ticks[3] + ticks[4]  # all, idle + iowait
+        with open("/proc/self/stat") as fh:
+            own = fh.read().rsplit(")", 1)[1].split()
+        return sum(ticks), ticks[3] + ticks[4], int(own[11]) + int(own[12])  # all, idle + iowait, own user + sys
 
     try:
-        total0, idle0 = snap()
+        total0, idle0, own0 = snap()
         time.sleep(window_s)
-        total1, idle1 = snap()
+        total1, idle1, own1 = snap()
     except (OSError, ValueError, IndexError):
         return None
     if total1 <= total0:
         return None
-    return (1.0 - (idle1 - idle0) / (total1 - total0)) * (os.cpu_count() or 1)
+    busy = (total1 - total0) - (idle1 - idle0) - (own1 - own0)  # /proc/stat counts per core, so do the ticks
+    return max(0.0, busy / (total1 - total0)) * (os.cpu_count() or 1)
 
 
 def auto_threads(busy: float | None = None) -> int:
