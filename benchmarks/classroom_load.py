@@ -232,7 +232,7 @@ def one_run(scenario: str, steps: int, followers: int, scrubbers: int, scrub_eve
                 break
             time.sleep(0.5)
         wall = time.time() - t0
-        time.sleep(4)  # the last poll and redraw
+        time.sleep(6)  # the last poll and redraw
         ru = resource.getrusage(resource.RUSAGE_SELF)
         result["cpu_s"] = {
             "server": round(cpu_s(_tree(spid)) - cpu0["server"], 1),
@@ -257,6 +257,7 @@ def one_run(scenario: str, steps: int, followers: int, scrubbers: int, scrub_eve
     result["pairs_seen"] = len(delays)
     result["pairs_possible"] = len(fol) * len(recs)
     result["followers_at_last_step"] = sum(1 for f in fol if f.steps_seen and max(f.steps_seen) == len(recs))
+    result["followers_last_seen"] = [max(f.steps_seen) if f.steps_seen else None for f in fol]
     result["scrub_response_s"] = sorted(round(x, 3) for s in scr for x in getattr(s, "responses", []))
     result["errors"] = [e for s in fol + scr for e in s.errors] + ([box["error"]] if "error" in box else [])
     result["runs_per_session"] = [s.runs_finished for s in fol + scr]
