@@ -102,6 +102,20 @@ def open_live(page) -> None:
     page.get_by_role("button", name="Reset", exact=True).wait_for(timeout=60_000)
 
 
+def unlock_live_run(page, url: str, passcode: str) -> None:
+    """In a shared (locked) app: type the teacher passcode in the sidebar's Classroom box, then open the live run."""
+    page.goto(url)
+    side = page.get_by_test_id("stSidebar")
+    side.get_by_text("Classroom").first.click(timeout=120_000)
+    pw = page.get_by_test_id("stTextInputField").and_(page.get_by_label("Teacher passcode"))
+    pw.fill(passcode)
+    pw.press("Enter")
+    wait_idle(page)
+    click_button(page, "Unlock")
+    side.get_by_text("Live run", exact=True).click(timeout=60_000)
+    page.get_by_role("button", name="Reset", exact=True).wait_for(timeout=60_000)
+
+
 def click_button(page, name: str) -> None:
     page.get_by_role("button", name=name, exact=True).click()
 

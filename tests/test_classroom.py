@@ -16,7 +16,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from agent_core.config import LLMConfig
-from tests.browser_util import ROOT, chromium_page, click_button, served_app, wait_for_step, wait_idle
+from tests.browser_util import (ROOT, chromium_page, click_button, served_app, unlock_live_run, wait_for_step,
+                                wait_idle)
 from tests.llm_server import BadServer
 
 EXAMPLE = ROOT / "assets" / "episodes" / "inclined-plane-friction-named-surfaces-v1038-full.jsonl"
@@ -268,15 +269,7 @@ def test_locked_class_in_chromium_teacher_unlocks_and_a_follower_sees_each_step(
         follower.goto(f"{url}/?follow=live")
         follower.get_by_text("Nothing to follow yet").first.wait_for(timeout=60_000)
         # the teacher unlocks this browser, starts a quick (Swift-only) episode and steps it
-        page.goto(url)
-        side.get_by_text("Classroom").first.click(timeout=60_000)
-        pw = page.get_by_test_id("stTextInputField").and_(page.get_by_label("Teacher passcode"))
-        pw.fill(PASS)
-        pw.press("Enter")
-        wait_idle(page)
-        click_button(page, "Unlock")
-        side.get_by_text("Live run", exact=True).click(timeout=60_000)
-        page.get_by_role("button", name="Reset", exact=True).wait_for(timeout=60_000)
+        unlock_live_run(page, url, PASS)
         assert page.get_by_role("textbox", name="Server URL").count() == 0
         side.get_by_text("Quick demo: Swift alone").click()
         wait_idle(page)
