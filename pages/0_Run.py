@@ -759,6 +759,8 @@ with st.sidebar:
                            "recorded right now (the teacher's), step by step as it happens.")
     share.passcode_box()
 
+if source != "Follow live":
+    follow.unregister()  # the server stops pushing new steps to this browser
 if source == "Recorded episode":
     S["run_running"] = False
     recorded_view()

@@ -294,7 +294,8 @@ def test_locked_class_in_chromium_teacher_unlocks_and_a_follower_sees_each_step(
 
 @pytest.mark.slow
 def test_five_followers_watch_a_live_run(tmp_path):
-    """The classroom load benchmark in small: a run written by the agent's CLI, five websocket followers."""
+    """The classroom load benchmark in small: a run written by the agent's CLI, five websocket followers. Their
+    browsers' own polling is set to once a minute, so each step they see was pushed by the server's watcher."""
     from tests.st_client import Session, run_sessions
 
     runs = tmp_path / "runs"
@@ -318,7 +319,7 @@ def test_five_followers_watch_a_live_run(tmp_path):
         (trace,) = runs.glob("*.jsonl")
         return followers, trace
 
-    with served_app(runs, log, env={"SWIFTSAGE_SHARE": "1"}) as url:
+    with served_app(runs, log, env={"SWIFTSAGE_SHARE": "1", "SWIFTSAGE_FOLLOW_POLL_S": "60"}) as url:
         followers, trace = asyncio.run(scenario(url))
     steps = sum(1 for line in trace.read_text().splitlines() if json.loads(line)["kind"] == "step")
     assert steps >= 5

@@ -9,6 +9,8 @@ that joins late sees the whole episode so far.
 """
 from __future__ import annotations
 
+import logging
+import os
 import threading
 import time
 from pathlib import Path
@@ -18,9 +20,15 @@ import streamlit as st
 from agent_core.trace import Episode, TraceError, TraceTail
 from views import sources
 
+log = logging.getLogger("swiftsage.follow")
+
 S = st.session_state
-POLL_S = 0.75  # how often a follower's browser asks whether a step was added (a poll costs the server ~3 ms)
 LIVE = "live"
+PUSH_EVERY_S = 0.15  # how often the server's one watcher looks at the followed traces (a stat each)
+# how often a follower's browser asks on its own whether a step was added: the fallback when the server cannot push
+# (a poll costs the server ~3 ms; thirty followers polling every 0.75 s cost a llama.cpp call ~20% of its speed)
+POLL_S = float(os.environ.get("SWIFTSAGE_FOLLOW_POLL_S") or 0.75)
+POLL_WITH_PUSH_S = float(os.environ.get("SWIFTSAGE_FOLLOW_POLL_S") or 5.0)
 
 _newest: dict = {"at": 0.0, "path": None, "dir": None}
 _newest_lock = threading.Lock()
@@ -54,9 +62,9 @@ def newest_run(max_age_s: float = 0.5) -> Path | None:
         return best
 
 
-def target_path(target: str) -> Path | None:
+def target_path(target: str, max_age_s: float = 0.5) -> Path | None:
     """The trace a follow target names: the newest run for 'live', else a trace under the app's folders."""
-    return newest_run() if target == LIVE else sources.resolve_trace(target)
+    return newest_run(max_age_s) if target == LIVE else sources.resolve_trace(target)
 
 
 def read(path: Path) -> Episode:
@@ -133,10 +141,132 @@ def status_line(ep: Episode, t: int) -> None:
         st.info(f"Scrubbed back to step {t} of {n}: **Jump to live** (sidebar) returns to the newest step.", icon="⏪")
 
 
-@st.fragment(run_every=POLL_S)
+class Pusher:
+    """One watcher per server: when a followed trace gains a step, each follower at live is asked to redraw at once,
+    through Streamlit's runtime (the rerun a browser would ask for), so followers cost nothing while the teacher's
+    agent thinks, and a new step shows as soon as it is written. Followers register on every draw of the follow view;
+    one that left the page, scrubbed back or closed its browser is dropped."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.followers: dict[str, dict] = {}
+        self.thread: threading.Thread | None = None
+
+    def register(self, session_id: str, page_hash: str, target: str, shown: str | None, n: int, at_live: bool) -> None:
+        with self.lock:
+            self.followers[session_id] = {"page": page_hash, "target": target, "shown": shown, "n": n,
+                                          "at_live": at_live, "pushed": 0.0}
+            if self.thread is None or not self.thread.is_alive():
+                self.thread = threading.Thread(target=self._loop, name="follow-pusher", daemon=True)
+                self.thread.start()
+
+    def unregister(self, session_id: str) -> None:
+        with self.lock:
+            self.followers.pop(session_id, None)
+
+    def _loop(self) -> None:
+        while True:
+            time.sleep(PUSH_EVERY_S)
+            try:
+                self._tick()
+            except Exception:  # noqa: BLE001 - the watcher must outlive one bad read; browsers still poll
+                log.exception("follow watcher")
+
+    def _tick(self) -> None:
+        with self.lock:
+            items = [(sid, dict(f)) for sid, f in self.followers.items() if f["at_live"]]
+        state: dict[str, tuple[str | None, int]] = {}
+        now = time.monotonic()
+        for sid, f in items:
+            if f["target"] not in state:
+                path = target_path(f["target"], max_age_s=PUSH_EVERY_S)
+                try:
+                    state[f["target"]] = (str(path), len(read(path).steps)) if path else (None, -1)
+                except (OSError, TraceError):
+                    state[f["target"]] = (str(path), f["n"])
+            shown, n = state[f["target"]]
+            if (shown, n) == (f["shown"], f["n"]) or now - f["pushed"] < 0.3:
+                continue
+            if self._push(sid, f["page"]):
+                with self.lock:
+                    if sid in self.followers:
+                        self.followers[sid]["pushed"] = now
+            else:
+                self.unregister(sid)
+
+    @staticmethod
+    def _push(session_id: str, page_hash: str) -> bool:
+        """Ask one session for a rerun of the page it shows; False when it is gone or has moved to another page."""
+        from streamlit.proto.ClientState_pb2 import ClientState
+        from streamlit.runtime import Runtime
+
+        rt = Runtime.instance()
+        info = rt._session_mgr.get_active_session_info(session_id)  # noqa: SLF001 - pinned Streamlit (1.67)
+        if info is None:
+            return False
+        current = info.session._client_state  # noqa: SLF001
+        if current.page_script_hash and current.page_script_hash != page_hash:
+            return False
+        # no widget states: the session keeps the values it has (as after a rerun a browser asked for)
+        cs = ClientState(query_string=current.query_string, page_script_hash=page_hash)
+        rt._get_async_objs().eventloop.call_soon_threadsafe(info.session.request_rerun, cs)  # noqa: SLF001
+        return True
+
+
+@st.cache_resource(show_spinner=False)
+def pusher() -> Pusher | None:
+    """The server's watcher, or None where Streamlit's runtime is not a server (AppTest): browsers then poll."""
+    try:
+        from streamlit.runtime import Runtime
+
+        rt = Runtime.instance()
+        rt._session_mgr.get_active_session_info  # noqa: B018, SLF001 - the parts the watcher uses exist
+        rt._get_async_objs().eventloop  # noqa: B018, SLF001
+    except Exception:  # noqa: BLE001 - another Streamlit, or no server
+        return None
+    return Pusher()
+
+
+def register(target: str, shown: str | None, n: int) -> float:
+    """This session follows `target` and shows `n` steps of `shown`; returns how often its browser should still
+    poll (rarely when the server pushes)."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    p, ctx = pusher(), get_script_run_ctx()
+    if p is None or ctx is None:
+        return POLL_S
+    p.register(ctx.session_id, ctx.page_script_hash, target, shown, n, bool(S.get("follow_at_live", True)))
+    return POLL_WITH_PUSH_S
+
+
+def unregister() -> None:
+    """This session no longer follows (it switched to a live run or a recorded episode)."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    p, ctx = pusher(), get_script_run_ctx()
+    if p is not None and ctx is not None:
+        p.unregister(ctx.session_id)
+
+
 def watch(target: str, shown: str | None, n: int) -> None:
-    """Runs on its own every POLL_S seconds: redraw the whole page when the followed trace gained a step (or, following
-    'live', when a newer run started); a follower that scrubbed back only hears how many steps are new."""
+    """Register with the server's watcher, and poll from the browser as well (rarely when the server pushes)."""
+    every = register(target, shown, n)
+    (_watch_push if every == POLL_WITH_PUSH_S else _watch_poll)(target, shown, n)
+
+
+@st.fragment(run_every=POLL_WITH_PUSH_S)
+def _watch_push(target: str, shown: str | None, n: int) -> None:
+    _check(target, shown, n)
+
+
+@st.fragment(run_every=POLL_S)
+def _watch_poll(target: str, shown: str | None, n: int) -> None:
+    _check(target, shown, n)
+
+
+def _check(target: str, shown: str | None, n: int) -> None:
+    """A poll from the browser: redraw the whole page when the followed trace gained a step (or, following 'live',
+    when a newer run started); a follower that scrubbed back only hears how many steps are new."""
     path = target_path(target)
     if path is None:
         return
