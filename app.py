@@ -14,6 +14,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
+from views import share  # noqa: E402 - after the offline switches
+
 st.set_page_config(page_title="SwiftSage Explorer", page_icon="🧪", layout="wide")
 
 PAGES = [
@@ -25,5 +27,6 @@ PAGES = [
     st.Page("pages/5_Compare.py", title="Compare", icon="🔀", url_path="compare"),
     st.Page("pages/6_Ask.py", title="Ask the agent", icon="💬", url_path="ask"),
 ]
+share.lower_priority_for_visitors()  # a classroom's visitors draw their pages below the teacher's run
 nav = st.navigation(PAGES)
 nav.run()

@@ -421,8 +421,26 @@ def _to_jsonable(obj: Any) -> Any:
     return obj
 
 
+# Every enumerated option and the values it accepts: a misspelled value is an error naming the field and the allowed
+# values, never a silent fall-back to a default (the modules test these strings with ==).
+CHOICES: dict[str, tuple[str, ...]] = {
+    "swift.quantize": ("int8", "none"),
+    "sage.grounding": ("numbered", "free"),
+    "sage.choose_reply": ("number", "command"),
+    "controller.critical_review": ("unsure", "always"),
+    "controller.focus_review": ("choose", "replan"),
+    "controller.invalid_rule": ("top1", "ranked"),
+    "llm.backend": ("embedded", "openai", "scripted"),
+    "amm.importance_mode": ("tag", "llm"),
+    "amm.scoring": ("ga", "relevance"),
+    "amm.reflection": ("after_episode", "off"),
+    "srm.critic_buffer_policy": ("replace", "append"),
+}
+
+
 def _build(cls: type, data: Any, where: str) -> Any:
-    """Typed construction of nested dataclasses with clear errors for unknown keys and bad types."""
+    """Typed construction of nested dataclasses with clear errors for unknown keys, bad types and values outside an
+    enumerated option's choices."""
     if not isinstance(data, dict):
         raise ValueError(f"{where}: expected a table/object, got {type(data).__name__}")
     hints = typing.get_type_hints(cls)
@@ -433,6 +451,10 @@ def _build(cls: type, data: Any, where: str) -> Any:
     kwargs: dict[str, Any] = {}
     for name, value in data.items():
         kwargs[name] = _coerce(hints[name], value, f"{where}.{name}")
+        allowed = CHOICES.get(f"{where}.{name}".removeprefix("config."))
+        if allowed is not None and kwargs[name] not in allowed:
+            raise ValueError(f"{where.removeprefix('config.')}.{name}".lstrip(".")
+                             + f": {kwargs[name]!r} is not one of {', '.join(allowed)}")
     return cls(**kwargs)
 
 

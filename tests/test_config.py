@@ -67,3 +67,26 @@ def test_unknown_key_in_file_is_an_error(tmp_path):
     p.write_text(json.dumps({"swift": {"histroy_k": 3}}))
     with pytest.raises(ValueError, match="histroy_k"):
         load_config(p)
+
+
+def test_every_enumerated_option_refuses_a_misspelling():
+    """Each option the code compares with a string is checked when the config loads: a typo names the field and
+    the allowed values instead of silently running the default."""
+    from agent_core.config import CHOICES
+
+    for dotted, allowed in CHOICES.items():
+        section, name = dotted.split(".")
+        assert getattr(getattr(Config(), section), name) in allowed, dotted  # the default is one of them
+        for ok in allowed:
+            assert getattr(getattr(apply_overrides(Config(), {dotted: ok}), section), name) == ok
+        with pytest.raises(ValueError, match=f"{dotted}: 'x{allowed[0]}' is not one of {', '.join(allowed)}"):
+            apply_overrides(Config(), {dotted: f"x{allowed[0]}"})
+
+
+def test_cli_misspelled_option_exits_2_with_the_allowed_values():
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "agent_core.run", "--task", "boil", "--variation", "21", "--set",
+                        "amm.scoring=gaa"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "amm.scoring: 'gaa' is not one of ga, relevance" in r.stderr

@@ -2,10 +2,12 @@
 
 The trace on disk is the source: a follower reads it and never touches the agent, so any number of browsers can
 follow. One `TraceTail` per trace serves every session of the server (thirty followers cost one read of each new
-line); each browser checks the trace in a small fragment every POLL_S seconds and redraws the page only when a step was
-added. `?follow=live` follows the newest run in the runs folder (the class link: when the teacher starts another
-episode, followers move to it), `?follow=PATH` one episode. A follower can scrub back and jump back to live; one
-that joins late sees the whole episode so far.
+line). One watcher thread per server (`Pusher`) looks at the followed traces every PUSH_EVERY_S seconds and asks each
+follower at live to redraw as soon as a step lands, through Streamlit's runtime, the way a browser asks for a rerun;
+browsers also poll in a small fragment, rarely (every POLL_WITH_PUSH_S seconds), or every POLL_S seconds where the
+server cannot push. `?follow=live` follows the newest run in the runs folder (the class link: when the teacher starts
+another episode, followers move to it), `?follow=PATH` one episode. A follower can scrub back and jump back to live;
+one that joins late sees the whole episode so far.
 """
 from __future__ import annotations
 
@@ -25,6 +27,11 @@ log = logging.getLogger("swiftsage.follow")
 S = st.session_state
 LIVE = "live"
 PUSH_EVERY_S = 0.15  # how often the server's one watcher looks at the followed traces (a stat each)
+# a follower is asked again only once it has drawn what it was last asked for (it registers at the end of every
+# draw), and not sooner than this after its last draw: a fast run (Swift alone, a step every 0.3 s) is shown a few
+# steps at a time instead of interrupting every draw with the next step
+PUSH_MIN_GAP_S = 0.5
+PUSH_RETRY_S = 10.0  # a follower that never drew what it was asked for (a lost request) is asked again after this
 # how often a follower's browser asks on its own whether a step was added: the fallback when the server cannot push
 # (a poll costs the server ~3 ms; thirty followers polling every 0.75 s cost a llama.cpp call ~20% of its speed)
 POLL_S = float(os.environ.get("SWIFTSAGE_FOLLOW_POLL_S") or 0.75)
@@ -155,7 +162,7 @@ class Pusher:
     def register(self, session_id: str, page_hash: str, target: str, shown: str | None, n: int, at_live: bool) -> None:
         with self.lock:
             self.followers[session_id] = {"page": page_hash, "target": target, "shown": shown, "n": n,
-                                          "at_live": at_live, "pushed": 0.0}
+                                          "at_live": at_live, "pushed": 0.0, "drawn": time.monotonic()}
             if self.thread is None or not self.thread.is_alive():
                 self.thread = threading.Thread(target=self._loop, name="follow-pusher", daemon=True)
                 self.thread.start()
@@ -185,8 +192,10 @@ class Pusher:
                 except (OSError, TraceError):
                     state[f["target"]] = (str(path), f["n"])
             shown, n = state[f["target"]]
-            if (shown, n) == (f["shown"], f["n"]) or now - f["pushed"] < 0.3:
+            if (shown, n) == (f["shown"], f["n"]) or now - f["drawn"] < PUSH_MIN_GAP_S:
                 continue
+            if f["pushed"] and now - f["pushed"] < PUSH_RETRY_S:
+                continue  # still drawing what it was asked for last time
             if self._push(sid, f["page"]):
                 with self.lock:
                     if sid in self.followers:

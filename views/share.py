@@ -253,6 +253,24 @@ def _unlock() -> None:
     S["share_passcode_typed"] = ""
 
 
+VISITOR_NICE = 10  # how much lower a visitor's redraws run than the teacher's agent (Linux nice, per thread)
+_niced = threading.local()
+
+
+def lower_priority_for_visitors() -> None:
+    """In a shared app, a visitor's page is drawn at a lower CPU priority than the teacher's run: thirty followers
+    redrawing after each step then take what the agent leaves, instead of slowing its next Swift step or Sage
+    call. Only this script run's thread is lowered (Streamlit starts a new one for each run of a page); the agent
+    steps in a thread of its own."""
+    if not share_mode() or unlocked() or getattr(_niced, "done", False):
+        return
+    _niced.done = True
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), VISITOR_NICE)
+    except (AttributeError, OSError):  # not Linux, or not allowed: the page is drawn at normal priority
+        pass
+
+
 # ----------------------------------------------------------------------------- the LLM a page may use
 
 
