@@ -327,3 +327,32 @@ def test_five_followers_watch_a_live_run(tmp_path):
         assert f.errors == []
         assert max(f.steps_seen) == steps  # each follower ends on the last step
         assert len(f.steps_seen) >= 2  # and saw the run move, not just its end
+
+
+def test_visitors_pages_are_drawn_below_the_teachers_run(monkeypatch):
+    """A shared app's visitor draws at a lower CPU priority (the thread of that run only); locally nothing changes."""
+    import os
+    import threading
+
+    from views import share
+
+    def nice_after_call() -> int:
+        out = {}
+
+        def run() -> None:
+            share.lower_priority_for_visitors()
+            out["nice"] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+        th = threading.Thread(target=run)
+        th.start()
+        th.join()
+        return out["nice"]
+
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    monkeypatch.setenv("SWIFTSAGE_SHARE", "0")
+    assert nice_after_call() == base
+    monkeypatch.setenv("SWIFTSAGE_SHARE", "1")
+    monkeypatch.setattr(share, "unlocked", lambda: False)
+    assert nice_after_call() == min(19, base + share.VISITOR_NICE)
+    monkeypatch.setattr(share, "unlocked", lambda: True)  # the teacher's browser: normal priority
+    assert nice_after_call() == base
