@@ -210,4 +210,3 @@ def score_figure(records: list[StepRecord], cursor: int | None = None) -> go.Fig
                       yaxis={"title": "score", "range": [low - 5, 108]},
                       xaxis={"title": "step", "range": [0.4, max(n, 10) + 0.6]})
     return fig
-
