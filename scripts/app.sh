@@ -43,7 +43,8 @@ if [ "$MAKE_PASSCODE" = 1 ] && [ -z "${SWIFTSAGE_PASSCODE:-}" ]; then
 fi
 .venv/bin/python -m views.share >&2 || exit 2   # the operator's settings, checked before anything is served
 if [ "${SWIFTSAGE_SHARE:-0}" = 1 ]; then
-  echo "[app] shared on $ADDRESS:$PORT and locked: visitors watch, follow, replay, compare and ask" >&2
+  echo "[app] serving on $ADDRESS:$PORT: anyone who can reach this machine can open the app; it is locked:" \
+       "visitors watch, follow, replay, compare and ask; runs need the teacher passcode" >&2
   for ip in $(hostname -I 2>/dev/null || true); do
     case "$ip" in *:*) ip="[$ip]" ;; esac
     echo "[app] class link: http://$ip:$PORT/?follow=live" >&2

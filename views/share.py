@@ -183,7 +183,7 @@ def share_mode() -> bool:
 
 _FAILS: list[float] = []  # times of wrong passcodes, server-wide: guessing is slowed for every browser
 _FAILS_LOCK = threading.Lock()
-MAX_FAILS, FAIL_WINDOW_S = 5, 60.0
+MAX_FAILS, FAIL_WINDOW_S = 20, 60.0  # enough to slow guessing, too many for a student to lock the teacher out by typing
 
 
 def unlocked() -> bool:
@@ -240,17 +240,17 @@ def passcode_box() -> None:
         if not op.passcode:
             st.caption("No teacher passcode was set at launch: watch, follow, replay, compare and ask only.")
             return
-        st.text_input("Teacher passcode", type="password", key="share_passcode_typed",
-                      help="Unlocks the controls that start runs and model calls, in this browser only.")
-        st.button("Unlock", key="share_unlock", on_click=_unlock)
+        # a form: the typed passcode and the click reach the server together (Enter submits too)
+        with st.form("share_unlock_form", clear_on_submit=True, border=False):
+            st.text_input("Teacher passcode", type="password", key="share_passcode_typed",
+                          help="Unlocks the controls that start runs and model calls, in this browser only.")
+            st.form_submit_button("Unlock", key="share_unlock", on_click=_unlock)
         if S.get("share_msg"):
             st.error(S["share_msg"])
 
 
 def _unlock() -> None:
-    msg = try_passcode(str(S.get("share_passcode_typed", "")))
-    S["share_msg"] = msg
-    S["share_passcode_typed"] = ""
+    S["share_msg"] = try_passcode(str(S.get("share_passcode_typed", "")))
 
 
 VISITOR_NICE = 10  # how much lower a visitor's redraws run than the teacher's agent (Linux nice, per thread)
