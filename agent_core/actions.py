@@ -1,4 +1,4 @@
-"""The one normalisation of action text, used everywhere actions are compared (DESIGN.md).
+"""The one normalisation of action text, used everywhere actions are compared (docs/AGENT.md §9).
 
 Swift's WordPiece tokenizer is uncased, LLMs write "Action 3: Open the door --> the door opens", and the
 game's own strings mix cases ("focus on unknown substance B"). Every comparison of two action texts in

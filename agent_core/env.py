@@ -3,213 +3,43 @@
 Why not just `ScienceWorldEnv.step`: it recomputes the full valid-action list on every call (most of
 a step's time); this adapter asks the JVM only for what a step needs (observation, score, look,
 inventory) and computes valid actions on demand, cached until the next step.
+
+The task catalog lives in task_catalog.py and the typed observations in observation.py; every name stays importable
+from here.
 """
 from __future__ import annotations
 
 import json
 import logging
-import re
 import time
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
-from .config import DEFAULT_SIMPLIFICATIONS, ELECTRICAL_TASKS, EnvConfig
+from .config import DEFAULT_SIMPLIFICATIONS, ELECTRICAL_TASKS, EnvConfig  # noqa: F401 - re-exported
+from .observation import (  # noqa: F401 - re-exported
+    _NOT_VALID_PREFIXES,
+    AMBIGUOUS_PREFIX,
+    INVALID_ACTION_TEXT,
+    Observation,
+    _clean_desc,
+    parse_menu,
+    room_of,
+)
+from .task_catalog import (  # noqa: F401 - re-exported
+    CATALOG_PATH,
+    SPLITS,
+    TaskCatalog,
+    TaskInfo,
+    build_catalog,
+    catalog,
+    simplifications_for,
+)
 from .trace import EnvEvent
 
 log = logging.getLogger(__name__)
 
-CATALOG_PATH = Path(__file__).resolve().parent.parent / "assets" / "task_catalog.json"
-SPLITS = ("train", "dev", "test")
-INVALID_ACTION_TEXT = "No known action matches that input."
-_ROOM_RE = re.compile(r"This room is called the ([^.]+)\.")
-# Observations that mean the action did nothing (not a crash): the agent must be told it was not valid.
-_NOT_VALID_PREFIXES = (INVALID_ACTION_TEXT, "Unknown action.")
-AMBIGUOUS_PREFIX = "Ambiguous request"
-_MENU_ROW = re.compile(r"^\s*(\d+):\s*(.+?)\s*$")
-
-
-def parse_menu(text: str) -> list[str]:
-    """The options of ScienceWorld's ambiguity menu ("Ambiguous request: ... 0: look at yellow paint ..."),
-    in number order; [] when the text is not such a menu."""
-    if not (text or "").lstrip().startswith(AMBIGUOUS_PREFIX):
-        return []
-    rows = [m for m in (_MENU_ROW.match(line) for line in text.splitlines()) if m]
-    return [m.group(2) for m in sorted(rows, key=lambda m: int(m.group(1)))]
-
 
 class EnvError(RuntimeError):
     """The environment could not do what was asked (and could not be restored)."""
-
-
-# ---------------------------------------------------------------- catalog
-
-@dataclass
-class TaskInfo:
-    index: int  # position in get_task_names(), 0-29
-    name: str  # e.g. "boil"
-    task_id: str  # ScienceWorld's id, e.g. "1-1"
-    topic: str  # e.g. "Matter"
-    title: str  # e.g. "Changes of State (Boiling)"
-    description: str  # the task description of the first train variation
-    train: list[int]
-    dev: list[int]
-    test: list[int]
-    max_variations: int
-    gold_lengths: dict[str, int] = field(default_factory=dict)  # "test:<var>" -> gold path length
-    electrical: bool = False
-
-    @property
-    def gold_length(self) -> float:
-        """Mean gold-path length over the cached variations (used for Short/Medium/Long groups)."""
-        vals = list(self.gold_lengths.values())
-        return sum(vals) / len(vals) if vals else float("nan")
-
-    def variations(self, split: str) -> list[int]:
-        if split not in SPLITS:
-            raise ValueError(f"unknown split {split!r}; choose one of: {', '.join(SPLITS)}")
-        return getattr(self, split)
-
-
-class TaskCatalog:
-    """The 30 tasks in `get_task_names()` order, loaded from assets/task_catalog.json (no JVM)."""
-
-    def __init__(self, tasks: list[TaskInfo]):
-        self.tasks = tasks
-        self._by_name = {t.name: t for t in tasks}
-        self._by_id = {t.task_id: t for t in tasks}
-
-    @classmethod
-    def load(cls, path: str | Path = CATALOG_PATH) -> "TaskCatalog":
-        path = Path(path)
-        if not path.exists():
-            raise FileNotFoundError(f"task catalog {path} is missing; build it with "
-                                    f"`python -m agent_core.env --build-catalog`")
-        data = json.loads(path.read_text())
-        return cls([TaskInfo(**t) for t in data["tasks"]])
-
-    def names(self) -> list[str]:
-        return [t.name for t in self.tasks]
-
-    def topics(self) -> list[str]:
-        return sorted({t.topic for t in self.tasks})
-
-    def by_topic(self, topic: str) -> list[TaskInfo]:
-        found = [t for t in self.tasks if t.topic.lower() == topic.lower()]
-        if not found:
-            raise ValueError(f"unknown topic {topic!r}; topics are: {', '.join(self.topics())}")
-        return found
-
-    def get(self, task: str | int) -> TaskInfo:
-        """A task by name ("boil"), index (0-29, also as a string) or ScienceWorld id ("1-1")."""
-        if isinstance(task, int) or (isinstance(task, str) and task.strip().isdigit()):
-            idx = int(task)
-            if not 0 <= idx < len(self.tasks):
-                raise ValueError(f"task index {idx} is out of range; tasks are indexed 0-{len(self.tasks) - 1}")
-            return self.tasks[idx]
-        key = task.strip()
-        if key in self._by_name:
-            return self._by_name[key]
-        if key in self._by_id:
-            return self._by_id[key]
-        close = [n for n in self.names() if key.lower() in n.lower()]
-        hint = f" Did you mean: {', '.join(close)}?" if close else ""
-        raise ValueError(f"unknown task {task!r}.{hint} Known tasks (index: name): " +
-                         ", ".join(f"{t.index}: {t.name}" for t in self.tasks))
-
-    def check_variation(self, task: str | int, variation: int, split: str | None = None) -> TaskInfo:
-        """Raise ValueError naming what is allowed when `variation` is not in the split (or in no split)."""
-        info = self.get(task)
-        if isinstance(variation, bool) or not isinstance(variation, int):
-            raise ValueError(f"variation must be an integer, got {variation!r}")
-        if split is not None:
-            allowed = info.variations(split)
-            if variation not in allowed:
-                raise ValueError(f"variation {variation} is not a {split} variation of task {info.name!r}; "
-                                 f"{split} variations are {_ranges(allowed)}")
-        elif not 0 <= variation < info.max_variations:
-            raise ValueError(f"variation {variation} is out of range for task {info.name!r}; "
-                             f"allowed: 0-{info.max_variations - 1}")
-        return info
-
-    def split_of(self, task: str | int, variation: int) -> str:
-        info = self.get(task)
-        for s in SPLITS:
-            if variation in info.variations(s):
-                return s
-        raise ValueError(f"variation {variation} of {info.name!r} is in no split")
-
-
-def _ranges(values: Iterable[int]) -> str:
-    """[0,1,2,5,6] -> '0-2, 5-6' so an error message stays short."""
-    vals = sorted(values)
-    if not vals:
-        return "(none)"
-    out, start, prev = [], vals[0], vals[0]
-    for v in vals[1:]:
-        if v == prev + 1:
-            prev = v
-            continue
-        out.append(f"{start}-{prev}" if start != prev else str(start))
-        start = prev = v
-    out.append(f"{start}-{prev}" if start != prev else str(start))
-    return ", ".join(out)
-
-
-_CATALOG: TaskCatalog | None = None
-
-
-def catalog() -> TaskCatalog:
-    global _CATALOG
-    if _CATALOG is None:
-        _CATALOG = TaskCatalog.load()
-    return _CATALOG
-
-
-def simplifications_for(task_name: str, cfg: EnvConfig | None = None) -> str:
-    """The SwiftSage simplification string for a task; electrical tasks drop noElectricalAction."""
-    simp = list(cfg.simplifications if cfg else DEFAULT_SIMPLIFICATIONS)
-    electrical = cfg.electrical_tasks if cfg else ELECTRICAL_TASKS
-    if task_name in electrical:
-        simp = [s for s in simp if s != "noElectricalAction"]
-    return ",".join(simp)
-
-
-# ---------------------------------------------------------------- observations
-
-@dataclass
-class Observation:
-    text: str  # what the environment said in reply to the action
-    look: str  # current room and visible objects ("look around", free)
-    inventory: str
-    task_description: str
-    score: float  # cumulative, 0-100; negative means failed
-    reward: float  # score change of this step
-    moves: int
-    done: bool
-    failed: bool  # score < 0
-    room: str
-    action: str = ""  # the action that produced this observation ("" for reset)
-    action_valid: bool = True  # False when the parser matched nothing
-    step: int = 0  # agent steps taken so far in this episode
-    # ScienceWorld answered an ambiguous action with a numbered menu: its options (index = number to send)
-    menu: list[str] = field(default_factory=list)
-
-    @property
-    def success(self) -> bool:
-        return self.score >= 100
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def _clean_desc(desc: str) -> str:
-    return desc.replace("Task Description:", "", 1).strip()
-
-
-def room_of(look: str) -> str:
-    m = _ROOM_RE.search(look or "")
-    return m.group(1).strip() if m else ""
 
 
 def is_dead_jvm_error(exc: BaseException) -> bool:
@@ -414,44 +244,6 @@ class ScienceWorld:
     def drain_events(self) -> list[EnvEvent]:
         out, self.events = self.events, []
         return out
-
-
-# ---------------------------------------------------------------- catalog builder
-
-def build_catalog(path: str | Path = CATALOG_PATH, gold_variations: int = 3) -> TaskCatalog:
-    """Load every task once (the JVM gives the splits and descriptions) and cache the gold-path
-    lengths of the first `gold_variations` test variations."""
-    from scienceworld import ScienceWorldEnv
-    from scienceworld.constants import TASKS
-    from tqdm import tqdm
-
-    meta = {t["task_name"]: t for t in TASKS}
-    sw = ScienceWorldEnv("", envStepLimit=10 ** 6)
-    tasks: list[TaskInfo] = []
-    try:
-        for idx, name in enumerate(tqdm(sw.get_task_names(), desc="catalog")):
-            simp = simplifications_for(name)
-            sw.load(name, 0, simp)
-            train, dev, test = sw.get_variations_train(), sw.get_variations_dev(), sw.get_variations_test()
-            sw.load(name, train[0], simp)
-            sw.reset()
-            desc = sw.get_task_description()
-            gold: dict[str, int] = {}
-            for v in test[:gold_variations]:
-                sw.load(name, v, simp, generateGoldPath=True)
-                gold[f"test:{v}"] = len(sw.get_gold_action_sequence())
-            m = meta.get(name, {})
-            tasks.append(TaskInfo(index=idx, name=name, task_id=m.get("task_id", ""), topic=m.get("topic", ""),
-                                  title=m.get("task", name), description=desc.strip(), train=train, dev=dev,
-                                  test=test, max_variations=sw.get_max_variations(name), gold_lengths=gold,
-                                  electrical=name in ELECTRICAL_TASKS))
-    finally:
-        sw.close()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"simplifications": list(DEFAULT_SIMPLIFICATIONS),
-                                "tasks": [asdict(t) for t in tasks]}, indent=1))
-    return TaskCatalog(tasks)
 
 
 def main() -> None:

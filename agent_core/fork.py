@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     from .llm import make_backend
 
     t0 = time.perf_counter()
-    agent = Agent(cfg, load_swift(cfg), make_backend(cfg.llm), runs_dir=args.runs_dir or RUNS_DIR)
+    agent = Agent(cfg, load_swift(cfg), make_backend(cfg.llm, seed=cfg.seed), runs_dir=args.runs_dir or RUNS_DIR)
     try:
         header = agent.fork(parent, args.step)
         if not args.quiet:

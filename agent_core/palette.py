@@ -1,5 +1,5 @@
-"""One colour per actor, the same on every page and chart (DESIGN.md), chosen to stay readable in the app's light
-and dark themes (.streamlit/config.toml): every mark has a contrast of at least 3:1 against both backgrounds
+"""One colour per actor, the same on every page and chart (docs/AGENT.md §9), chosen to stay readable in the
+app's light and dark themes (.streamlit/config.toml): every mark has a contrast of at least 3:1 against both backgrounds
 (WCAG's minimum for graphics), and text on a coloured chip is black or white, whichever reads better (>= 4.5:1)."""
 ACTOR_COLORS = {
     "swift": "#1f77b4",   # System 1

@@ -47,6 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--resume", metavar="TRACE", default=None,
                     help="continue an interrupted episode (killed, stopped, or ended by an error) in its own trace: "
                          "its recorded actions are replayed in a fresh JVM and checked, then the agent goes on")
+    ap.add_argument("--strict", action="store_true",
+                    help="with --resume: refuse when the code or the settings differ from those that recorded it")
     ap.add_argument("--split", choices=["train", "dev", "test"], default=None,
                     help="require the variation to be in this split (default: any)")
     ap.add_argument("--preset", default="baseline", choices=list(PRESETS))
@@ -66,9 +68,11 @@ def resume_config(args: argparse.Namespace):
         ep = read_episode(args.resume)
     except TraceError as e:
         raise ValueError(f"cannot resume: {e}") from None
-    if ep.summary is not None and ep.summary.reason not in ("stopped", "error"):
-        raise ValueError(f"{args.resume} already ended ({ep.summary.reason}, {ep.summary.final_score:g} points): "
-                         f"nothing to resume")
+    from .episode import resume_problem
+
+    problem = resume_problem(ep)
+    if problem:
+        raise ValueError(problem)
     cfg = Config.from_dict(ep.header.config)
     extra = model_overrides(args)
     return ep, (apply_overrides(cfg, extra) if extra else cfg)
@@ -124,22 +128,23 @@ def main(argv: list[str] | None = None) -> int:
     except FileNotFoundError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    llm = make_backend(cfg.llm)
+    llm = make_backend(cfg.llm, seed=cfg.seed)
     agent = Agent(cfg, swift, llm, runs_dir=args.runs_dir or RUNS_DIR)
     try:
         if parent is not None:
             from .controller import ReplayError
 
             try:
-                header = agent.resume(parent)
+                header = agent.resume(parent, strict=args.strict)
             except ReplayError as e:
                 print(f"error: cannot resume {parent.path}: {e}", file=sys.stderr)
                 agent.close()
                 return 1
             if not args.quiet:
-                r = agent._resumed[-1]
+                r = agent.resumed[-1]
                 print(f"resumed {parent.path} after step {r['at_step']} (replayed and checked in {r['replay_s']:.1f} s; "
-                      f"it had ended: {r['previous_end']})")
+                      f"it had ended: {r['previous_end']})" + ("" if r["exact"] else
+                      "; not exact: " + ("; ".join(r["changes"]) or "the trace predates the state digest")))
         else:
             header = agent.start(args.task, args.variation, split=args.split)
         if not args.quiet:

@@ -1,4 +1,4 @@
-"""Warm-up: fill an episodic memory store by running the agent on train variations (SPEC.md section 5).
+"""Warm-up: fill an episodic memory store by running the agent on train variations (docs/AGENT.md §5.4).
 
     python -m agent_core.warmup                       # 2 train variations per task (60 episodes), resumable
     python -m agent_core.warmup --sage --llm openai --base-url http://127.0.0.1:8000/v1   # with Sage (GPU)
@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     progress["argv"] = argv
     print(f"warm-up: {len(jobs)} episodes ({len(jobs) - len(todo)} done before), store {store}", flush=True)
     swift = load_swift(cfg)
-    llm = make_backend(cfg.llm)
+    llm = make_backend(cfg.llm, seed=cfg.seed)
     agent = Agent(cfg, swift, llm, runs_dir=ROOT / "runs" / "warmup" / "traces")
     try:
         for task, variation in tqdm(todo, desc="warm-up", unit="episode"):

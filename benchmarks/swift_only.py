@@ -81,7 +81,7 @@ def main() -> None:
     ap.add_argument("--model", default=str(ROOT / "assets" / "swift" / "model"))
     add_episode_args(ap)
     sc = SwiftConfig()
-    ap.add_argument("--k", type=int, default=sc.history_k, help="history window (SPEC.md: 10)")
+    ap.add_argument("--k", type=int, default=sc.history_k, help="history window (docs/AGENT.md §2: 10)")
     ap.add_argument("--n", type=int, default=sc.num_candidates, help="beam candidates")
     ap.add_argument("--no-loop-guard", action="store_true", help="take Swift's best valid action even in a loop")
     ap.add_argument("--quantize", default=sc.quantize, choices=["int8", "none"])

@@ -1,4 +1,4 @@
-"""The Generative Agents memory stream on Chroma (SPEC.md section 7): the store behind AMM.
+"""The Generative Agents memory stream on Chroma (docs/AGENT.md §7): the store behind AMM.
 
 Depends on neither agent_core nor pages. Typical use:
 

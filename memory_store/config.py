@@ -1,4 +1,4 @@
-"""Every number of the memory stream (SPEC.md section 7) as a named field with its default.
+"""Every number of the memory stream (docs/AGENT.md §7) as a named field with its default.
 
 agent_core's `Config` embeds this dataclass as `memory`, so every field is a plain
 int / float / str / bool (its typed loader coerces those) and `to_dict` / `from_dict` round-trip.
@@ -24,7 +24,7 @@ def _default_persist_dir() -> str:
 class MemoryConfig:
     """The Generative Agents memory stream: scoring, reflection, pre-selection and storage."""
 
-    # --- retrieval score (SPEC 7): a_rec * recency + a_imp * importance + a_rel * relevance ---
+    # --- retrieval score (docs/AGENT.md §7): a_rec * recency + a_imp * importance + a_rel * relevance ---
     recency_decay: float = 0.995  # recency = decay ** (now - last_access), time in env steps
     weight_recency: float = 1.0
     weight_importance: float = 1.0

@@ -51,7 +51,8 @@ class Embedder:
         self.threads = threads
         self.cache_size = cache_size
         self.batch_size = batch_size
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()  # texts encoded alone (exact)
+        self._batched: OrderedDict[str, np.ndarray] = OrderedDict()  # texts encoded in a batch
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -60,8 +61,13 @@ class Embedder:
     def dim(self) -> int:
         return EMBEDDING_DIM
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """(len(texts), 384) float32, unit-normalized; cached texts are not re-encoded."""
+    def encode(self, texts: Sequence[str], exact: bool = False) -> np.ndarray:
+        """(len(texts), 384) float32, unit-normalized; cached texts are not re-encoded.
+
+        A text encoded inside a padded batch comes out a little different (in the last bits) from the same text
+        encoded alone. `exact` (what the memory store uses for what it stores and what it searches with) gives every
+        text its vector encoded alone, so a store's scores never depend on what was encoded before; other callers
+        (ranking many valid actions at once) take any cached vector and encode their misses in batches."""
         out = np.empty((len(texts), EMBEDDING_DIM), dtype=np.float32)
         todo: dict[str, list[int]] = {}
         with self._lock:
@@ -69,6 +75,9 @@ class Embedder:
                 vec = self._cache.get(t)
                 if vec is not None:
                     self._cache.move_to_end(t)
+                elif not exact:
+                    vec = self._batched.get(t)
+                if vec is not None:
                     out[i] = vec
                     self.hits += 1
                 else:
@@ -76,21 +85,28 @@ class Embedder:
         if todo:
             uniq = list(todo)
             model = load_model(self.threads)
-            vecs = model.encode(uniq, batch_size=self.batch_size, normalize_embeddings=True,
-                                convert_to_numpy=True, show_progress_bar=False).astype(np.float32)
+            alone = exact or len(uniq) == 1
+            if alone:
+                vecs = np.concatenate([model.encode([t], normalize_embeddings=True, convert_to_numpy=True,
+                                                    show_progress_bar=False) for t in uniq]).astype(np.float32)
+            else:
+                vecs = model.encode(uniq, batch_size=self.batch_size, normalize_embeddings=True,
+                                    convert_to_numpy=True, show_progress_bar=False).astype(np.float32)
+            cache = self._cache if alone else self._batched
             with self._lock:
                 for t, v in zip(uniq, vecs):
                     for i in todo[t]:
                         out[i] = v
                     self.misses += 1
-                    self._cache[t] = v
-                    self._cache.move_to_end(t)
-                while len(self._cache) > self.cache_size:
-                    self._cache.popitem(last=False)
+                    cache[t] = v
+                    cache.move_to_end(t)
+                for c in (self._cache, self._batched):
+                    while len(c) > self.cache_size:
+                        c.popitem(last=False)
         return out
 
     def encode_one(self, text: str) -> np.ndarray:
-        return self.encode([text])[0]
+        return self.encode([text], exact=True)[0]
 
 
 _embedders: dict[tuple[int, int, int], Embedder] = {}

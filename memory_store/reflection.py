@@ -1,4 +1,4 @@
-"""LLM-driven parts of the memory stream: importance rating and reflection (SPEC.md section 7).
+"""LLM-driven parts of the memory stream: importance rating and reflection (docs/AGENT.md §7).
 
 The LLM is a plain callable `generate(prompt) -> raw text`; it may raise anything. Every call is
 recorded (prompt, raw output, error, latency) so traces and the app can show it; a failure never

@@ -1,4 +1,4 @@
-"""Retrieval scoring of the Generative Agents memory stream (SPEC.md section 7): pure functions.
+"""Retrieval scoring of the Generative Agents memory stream (docs/AGENT.md §7): pure functions.
 
 score = w_rec * recency_n + w_imp * importance_n + w_rel * relevance_n, where each `_n` is the
 raw value min-max scaled to [0, 1] over the candidates (all memories that pass the filters).
@@ -22,6 +22,31 @@ import numpy as np
 
 SCORE_PARTS = ("recency", "importance", "relevance")
 _EPS = 1e-12
+
+
+
+def _aligned(shape: tuple[int, ...]) -> np.ndarray:
+    n = int(np.prod(shape))
+    buf = np.empty(n + 16, dtype=np.float32)
+    off = (-buf.ctypes.data % 64) // 4
+    return buf[off: off + n].reshape(shape)
+
+
+def dot_rows(rows: np.ndarray, q: np.ndarray, chunk: int = 16384) -> np.ndarray:
+    """Each row's dot product with q (float64 out), the same for a row whatever rows come with it and wherever they
+    lie in memory. A float32 sum's last bits depend on how it is split up: BLAS splits by the number of rows, SIMD
+    by the address. So a score could change with the candidate pool, and a resumed run would not score exactly as
+    the uninterrupted one. einsum sums each row on its own; copied to 64-byte-aligned memory, every row is summed
+    the same way (and faster than BLAS's matrix-vector product here)."""
+    qa = _aligned(np.shape(q))
+    qa[...] = q
+    out = np.empty(len(rows), dtype=np.float64)
+    for s in range(0, len(rows), chunk):
+        part = rows[s: s + chunk]
+        a = _aligned(part.shape)
+        a[...] = part
+        out[s: s + len(part)] = np.einsum("ij,j->i", a, qa)
+    return out
 
 
 def recency(now: float, last_access: np.ndarray | float, decay: float) -> np.ndarray:
@@ -59,7 +84,7 @@ def cosine_relevance(embeddings: np.ndarray, query: np.ndarray) -> np.ndarray:
     q = np.asarray(query, dtype=np.float32).reshape(-1)
     qn = q / max(float(np.linalg.norm(q)), _EPS)
     norms = np.linalg.norm(e, axis=1) if e.ndim == 2 and e.shape[0] else np.ones(0, np.float32)
-    sims = (e @ qn).astype(np.float64)
+    sims = dot_rows(e, qn)
     return sims / np.maximum(norms.astype(np.float64), _EPS)
 
 

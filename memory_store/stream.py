@@ -38,6 +38,7 @@ from urllib.parse import urlparse
 import numpy as np
 
 from memory_store import scoring
+from memory_store.scoring import dot_rows
 from memory_store.config import MemoryConfig
 from memory_store.embeddings import EMBEDDING_DIM, Embedder, get_embedder
 from memory_store.scoring import RetrievalResult, ScoredCandidate
@@ -53,7 +54,7 @@ DEMO_FILE = Path(__file__).with_name("demo_memories.json")
 
 @dataclass
 class Memory:
-    """One memory object (SPEC.md section 7). Times are the caller's clock (env steps by default)."""
+    """One memory object (docs/AGENT.md §7). Times are the caller's clock (env steps by default)."""
 
     id: str
     description: str
@@ -221,6 +222,9 @@ class MemoryStream:
         self._max_batch = int(getattr(self._client, "get_max_batch_size", lambda: 5000)())
         self._pending_access: dict[str, float] = {}
         self._retrievals_since_flush = 0
+        # while held, last-access updates stay in memory until `flush()`: an agent holds them during a step, so
+        # a step that never reaches its trace leaves no access time behind (see rewind)
+        self.hold_access = False
         self._reflection_retry_row = 0  # see mark_reflection_failed: no retry storm on a failing LLM
         self._load()
         ref = weakref.ref(self)
@@ -345,7 +349,8 @@ class MemoryStream:
             return []
         c = self.config
         if embeddings is None:
-            embeddings = self.embedder.encode([str(it["description"]) for it in items])
+            # a few at a time (the agent's writes): each encoded alone, as its queries are; bulk imports in batches
+            embeddings = self.embedder.encode([str(it["description"]) for it in items], exact=len(items) <= 32)
         embeddings = np.asarray(embeddings, dtype=np.float32).reshape(len(items), -1)
         if embeddings.shape[1] != EMBEDDING_DIM:
             raise ValueError(f"embeddings must have {EMBEDDING_DIM} dimensions, got {embeddings.shape[1]}")
@@ -384,9 +389,21 @@ class MemoryStream:
                 self._collection.add(ids=[m.id for m in chunk], documents=[m.description for m in chunk],
                                      metadatas=[_metadata(m) for m in chunk],
                                      embeddings=embeddings[s: s + len(chunk)])
+            if len(mems) <= 32:  # the agent's writes: the mirror holds what a reopened store will read
+                embeddings = self._stored_embeddings([m.id for m in mems], embeddings)
             self._m.append(mems, embeddings)
-            self.flush()  # a write anyway: persist pending last-access updates with it
+            if not self.hold_access:
+                self.flush()  # a write anyway: persist pending last-access updates with it
             return [dataclasses.replace(m) for m in mems]
+
+    def _stored_embeddings(self, ids: list[str], fallback: np.ndarray) -> np.ndarray:
+        """The vectors as Chroma keeps them (it may round a unit vector differently from ours in the last bit):
+        a store reopened after a crash then scores exactly as the process that wrote it."""
+        got = self._collection.get(ids=ids, include=["embeddings"])
+        by_id = dict(zip(got["ids"], got["embeddings"]))
+        if any(i not in by_id for i in ids):
+            return fallback
+        return np.asarray([by_id[i] for i in ids], dtype=np.float32).reshape(len(ids), -1)
 
     def _depth_of(self, memory_id: str) -> int:
         row = self._m.row.get(memory_id)
@@ -407,6 +424,38 @@ class MemoryStream:
 
     def close(self) -> None:
         self.flush()
+
+    def delete(self, ids: Sequence[str]) -> int:
+        """Remove these memories (unknown ids are ignored); returns how many were removed. Ids are positional
+        (`m{seq}`), so removing the newest ones lets the next write take the first removed id again."""
+        with self._lock:
+            known = [i for i in ids if i in self._m.row]
+            if not known:
+                return 0
+            self.flush()
+            for s in range(0, len(known), self._max_batch):
+                self._collection.delete(ids=known[s: s + self._max_batch])
+            self._load()
+            return len(known)
+
+    def discard_unflushed(self) -> None:
+        """Forget what this process changed but has not written (held access times): the store is read back from
+        disk. A writer that failed half way (an agent's step that never reached its trace) leaves no trace here."""
+        with self._lock:
+            self._pending_access.clear()
+            self._retrievals_since_flush = 0
+            self._load()
+
+    def set_access(self, values: Mapping[str, float]) -> None:
+        """Set last-access times exactly (restoring a store to an earlier point; a retrieval only moves them
+        forward). Unknown ids are ignored; written at once."""
+        with self._lock:
+            for id_, t in values.items():
+                row = self._m.row.get(id_)
+                if row is not None:
+                    self._m.last_access[row] = float(t)
+                    self._pending_access[id_] = float(t)
+            self.flush()
 
     def reset(self) -> None:
         """Delete every memory (the collection is recreated empty)."""
@@ -523,19 +572,21 @@ class MemoryStream:
         for r in rows:
             self._pending_access[m.ids[int(r)]] = float(m.last_access[r])
         self._retrievals_since_flush += 1
-        if self._retrievals_since_flush >= max(1, self.config.access_flush_every):
+        if self._retrievals_since_flush >= max(1, self.config.access_flush_every) and not self.hold_access:
             self.flush()
 
     def _relevance(self, rows: np.ndarray, q: np.ndarray) -> np.ndarray:
-        # Stored rows are unit vectors, so cosine is a dot product; float64 after the product.
-        return (self._m.emb[rows] @ q).astype(np.float64)
+        # Stored rows are unit vectors, so cosine is a dot product; float64 after the product. einsum, not `@`: BLAS
+        # sums a row differently depending on how many rows go with it, so a score would change in its last bits
+        # with the candidate pool (a resumed run must score exactly as the uninterrupted one)
+        return dot_rows(self._m.emb[rows], q)
 
     def _scan(self, rows: np.ndarray, rec: np.ndarray, imp: np.ndarray, q: np.ndarray,
               bounds: dict[str, tuple[float, float]], w: dict[str, float], all_rows: bool
               ) -> tuple[np.ndarray, scoring.ScoreTable, int]:
         # One contiguous matrix-vector product over every row, then pick the eligible ones: gathering
         # rows first costs ~1 us per row here, 10x the product itself.
-        rel = (self._m.emb[: self._m.n] @ q).astype(np.float64)
+        rel = dot_rows(self._m.emb[: self._m.n], q)
         if not all_rows:
             rel = rel[rows]
         b = dict(bounds, relevance=scoring.minmax_bounds(rel))

@@ -1,4 +1,4 @@
-"""Evaluate: the results of `python -m agent_core.evaluate` (SPEC.md section 8): Table 1 (Final, Success,
+"""Evaluate: the results of `python -m agent_core.evaluate` (docs/AGENT.md §8): Table 1 (Final, Success,
 Steps@Succ), the task groups, mechanism activity, Plotly charts, and every episode, which opens on the
 Run page or next to the same episode under another preset on the Compare page. The page reads the
 evaluation's traces, so a running evaluation shows what has finished so far."""

@@ -18,7 +18,7 @@ import streamlit as st  # noqa: E402
 
 from agent_core.trace import TraceError, list_traces, read_episode  # noqa: E402
 from views import sources  # noqa: E402
-from views.compare import align, mechanism_table, score_overlay  # noqa: E402
+from views.compare import align, mechanism_table, provenance_warning, score_overlay  # noqa: E402
 
 S = st.session_state
 st.title("Compare two episodes")
@@ -89,6 +89,9 @@ c2.markdown(f"**B:** {_title(b)}")
 if (a.header.task, a.header.variation) != (b.header.task, b.header.variation):
     st.warning(f"A and B play different episodes ({a.header.task} v{a.header.variation} vs {b.header.task} "
                f"v{b.header.variation}): their steps are aligned by number only.")
+warn = provenance_warning(a, b)
+if warn:
+    st.warning(warn)
 al = align(a, b)
 if al.fork_step is not None:
     st.info(f"B is a fork of A: its first {al.fork_step} steps replay A's actions (checked against A's observations); "

@@ -28,10 +28,10 @@ from memory_store import MemoryConfig, RetrievalResult, open_stream  # noqa: E40
 from memory_store.charts import breakdown_figure  # noqa: E402
 from memory_store.interview import (ANSWER_MAX_TOKENS, STOP, Answer, answer_question,  # noqa: E402
                                     retrieve_for_question, top_candidates)
+from session.llm import DEFAULT_EMBEDDED, llm_backend  # noqa: E402
 from views import sources  # noqa: E402
 from views.ask import episode_stream, suggested_questions  # noqa: E402
 from views import share  # noqa: E402
-from views.llm import DEFAULT_EMBEDDED, llm_backend  # noqa: E402
 from views.stores import default_store, is_store, short_path  # noqa: E402
 
 S = st.session_state

@@ -66,6 +66,7 @@ class BadServer:
         self.mode = "empty"
         self.delay = 30.0
         self.auth: list[str] = []  # the Authorization header of every request (tests check the key was sent)
+        self.bodies: list[dict] = []  # every request's JSON body (tests check what the agent sent)
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -83,7 +84,11 @@ class BadServer:
                 self._send(200, json.dumps({"object": "list", "data": [{"id": "bad", "object": "model"}]}).encode())
 
             def do_POST(self):
-                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                try:
+                    outer.bodies.append(json.loads(raw or b"{}"))
+                except ValueError:
+                    outer.bodies.append({})
                 outer.auth.append(self.headers.get("Authorization", ""))
                 m = outer.mode
                 base = {"id": "x", "object": "chat.completion", "created": 0, "model": "bad"}

@@ -101,7 +101,7 @@ def test_locally_nothing_is_locked(monkeypatch, tmp_path):
 
 def test_the_key_goes_only_to_the_operators_server(monkeypatch, tmp_path, listeners):
     from views import share
-    from views.llm import llm_backend
+    from session.llm import llm_backend
 
     operator, stranger = listeners
     _share_env(monkeypatch, tmp_path, operator.base_url)

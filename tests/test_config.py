@@ -90,3 +90,68 @@ def test_cli_misspelled_option_exits_2_with_the_allowed_values():
     r = subprocess.run([sys.executable, "-m", "agent_core.run", "--task", "boil", "--variation", "21", "--set",
                         "amm.scoring=gaa"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "amm.scoring: 'gaa' is not one of ga, relevance" in r.stderr
+
+
+@pytest.mark.parametrize("args, expect", [
+    (["--preset", "fulll"], "invalid choice: 'fulll' (choose from 'baseline', 'amm', 'srm', 'full'"),
+    (["--set", "llm.backend=gpt"], "llm.backend: 'gpt' is not one of embedded, openai, scripted"),
+    (["--set", "srm.critic_buffer_policy=apend"], "srm.critic_buffer_policy: 'apend' is not one of replace, append"),
+])
+def test_cli_misspelled_preset_or_backend_exits_2_with_the_choices(args, expect):
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "agent_core.run", "--task", "boil", "--variation", "21", *args],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and expect in r.stderr, r.stderr[-400:]
+
+
+def test_config_hash_is_stable_and_changes_with_any_single_field():
+    import dataclasses
+    import subprocess
+    import sys
+
+    from agent_core.provenance import config_hash
+
+    base = Config()
+    h = config_hash(base.to_record())
+    other = subprocess.run([sys.executable, "-c", "from agent_core.config import Config; from agent_core.provenance "
+                            "import config_hash; print(config_hash(Config().to_record()))"],
+                           capture_output=True, text=True, timeout=120).stdout.strip()
+    assert h == other and len(h) == 16  # the same in another process
+    seen = {h}
+    for section in ("swift", "sage", "controller", "amm", "srm"):
+        part = getattr(base, section)
+        for f in dataclasses.fields(part):
+            value = getattr(part, f.name)
+            if isinstance(value, bool):
+                changed = not value
+            elif isinstance(value, (int, float)):
+                changed = value + 1
+            elif isinstance(value, str):
+                changed = value + "x"
+            else:
+                continue
+            cfg = dataclasses.replace(base, **{section: dataclasses.replace(part, **{f.name: changed})})
+            seen.add(config_hash(cfg.to_record()))
+            assert config_hash(cfg.to_record()) != h, f"{section}.{f.name}"
+    assert config_hash(dataclasses.replace(base, seed=1).to_record()) != h
+
+
+def test_the_seed_reaches_both_llm_backends_and_the_generators():
+    import random
+
+    import numpy as np
+
+    from agent_core.llm import make_backend
+    from agent_core.llm.openai_compat import OpenAICompatBackend
+    from agent_core.provenance import seed_everything
+
+    cfg = apply_overrides(Config(), {"seed": 7, "llm.backend": "openai", "llm.base_url": "http://127.0.0.1:9/v1"})
+    be = make_backend(cfg.llm, seed=cfg.seed)
+    assert isinstance(be, OpenAICompatBackend) and be.seed == 7
+    assert make_backend(apply_overrides(Config(), {"llm.backend": "embedded"}).llm, seed=7).seed == 7
+    seed_everything(7)
+    a = (random.random(), float(np.random.rand()))
+    seed_everything(7)
+    assert (random.random(), float(np.random.rand())) == a

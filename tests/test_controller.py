@@ -148,11 +148,11 @@ def test_unknown_rule_names_are_refused_clearly(tmp_path, sw_env):
     for field, value in (("invalid_rule", "top2"), ("critical_review", "sometimes"), ("focus_review", "guess")):
         cfg = preset("baseline")
         setattr(cfg.controller, field, value)
-        with pytest.raises(ValueError, match=f"controller.{field}='{value}': use one of"):
+        with pytest.raises(ValueError, match=f"controller.{field}: '{value}' is not one of"):
             Agent(cfg, ScriptedSwift([]), ScriptedBackend([]), env=sw_env, runs_dir=tmp_path)
     cfg = preset("baseline")
     cfg.sage.grounding = "telepathy"
-    with pytest.raises(ValueError, match="sage.grounding='telepathy'"):
+    with pytest.raises(ValueError, match="sage.grounding: 'telepathy' is not one of numbered, free"):
         Agent(cfg, ScriptedSwift([]), ScriptedBackend([]), env=sw_env, runs_dir=tmp_path)
 
 

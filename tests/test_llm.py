@@ -226,3 +226,14 @@ def test_busy_cores_leaves_out_this_process():
 def _spin(stop) -> None:
     while not stop.is_set():
         pass
+
+
+def test_the_seed_goes_with_every_request_to_a_server():
+    srv = BadServer()
+    try:
+        srv.mode = "garbage"  # any answer: the request is what is checked
+        be = OpenAICompatBackend(srv.base_url, timeout=5, max_retries=0, seed=7)
+        be.chat("hi", max_tokens=4)
+        assert srv.bodies and srv.bodies[-1].get("seed") == 7
+    finally:
+        srv.stop()

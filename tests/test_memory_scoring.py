@@ -1,4 +1,4 @@
-"""Scoring math of the memory stream on hand-computed cases (SPEC.md section 7), and the LLM parsers."""
+"""Scoring math of the memory stream on hand-computed cases (docs/AGENT.md §7), and the LLM parsers."""
 from __future__ import annotations
 
 import json

@@ -320,3 +320,27 @@ def test_the_sage_streak_rule_is_listed_only_where_the_run_had_it():
                                                                                  "sage_calls_in_a_row": 2}))
     assert consequence(rec) == ("Sage was not called (invalid, unexpected set aside): after 2 Sage calls in a row, "
                                 "Swift acted once.")
+
+
+def test_every_decision_kind_is_typed_round_trips_and_is_shown(monkeypatch, tmp_path):
+    """Each kind in agent_core.decisions survives the trace file, gives the step's notes, and the Run page lists it."""
+    from agent_core.decisions import KINDS, Note
+    from agent_core.trace import read_episode
+    from views.common import DECISION_LABELS
+
+    every = [cls() for kind, cls in KINDS.items() if kind != "note"]
+    assert len(every) >= 16 and set(KINDS) <= set(DECISION_LABELS)
+    rec = _step(1, "look around", decisions=every, notes=[d.describe() for d in every])
+    path = _write(tmp_path / "runs" / "ep-dec.jsonl", _header("ep-dec", SRM, "srm"), [rec])
+    back = read_episode(path).steps[0]
+    assert [type(d) for d in back.decisions] == [type(d) for d in every] and back.notes == rec.notes
+    assert all(d.kind == type(d)().kind for d in back.decisions)
+    # a schema-1 step's free-text notes open as `note` decisions
+    old = json.loads(path.read_text().splitlines()[1])
+    old.pop("decisions")
+    assert isinstance(__import__("agent_core.trace", fromlist=["_from_dict"])._from_dict(
+        StepRecord, {k: v for k, v in old.items() if k != "kind"}).decisions[0], Note)
+    md = _md(_goto(_open(monkeypatch, tmp_path, path), 1))
+    assert "Decisions in this step" in md
+    for d in every:
+        assert f"*{DECISION_LABELS[d.kind]}*" in md, d.kind

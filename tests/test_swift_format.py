@@ -1,4 +1,4 @@
-"""Golden test of Swift's input string (SPEC.md section 2)."""
+"""Golden test of Swift's input string (docs/AGENT.md §2)."""
 from agent_core.swift.data import trajectory_pairs
 from agent_core.swift.format import HistoryStep, SwiftState, swift_input
 

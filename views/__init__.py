@@ -1,4 +1,4 @@
-"""Views over step records: the panels and charts the pages draw (DESIGN.md: the app only reads records).
+"""Views over step records: the panels and charts the pages draw (docs/AGENT.md §9: the app only reads records).
 
 Everything here renders from an episode's header and step records alone (agent_core.trace), so a live
 run and a recorded trace look the same and replay never calls a model. This package may import

@@ -121,6 +121,8 @@ def pending_actions(records: list[StepRecord]) -> list[tuple[str, str]]:
     if not records:
         return []  # before the first step, Swift acts
     last = records[-1]
+    if last.after is not None:  # the state digest (schema 2) holds the buffer exactly
+        return list(zip(last.after.buffer, last.after.buffer_sources))
     if last.mode_after != "sage" and not last.buffer_after:
         return []
     return list(zip(last.buffer_after, buffer_sources(last)))
@@ -142,3 +144,18 @@ def next_hint(records: list[StepRecord], done: bool) -> str | None:
         owner = "the Critic's actions in the buffer" if by_critic else "Sage's buffer"
         return f"Next step: {owner} ({plural(len(pending), 'action')} pending)."
     return "Next step: Swift proposes; Sage takes over if a switching rule fires."
+
+
+DECISION_LABELS = {  # kind -> short label (agent_core.decisions)
+    "safeguard": "safeguard", "unnamed_focus_refused": "unnamed focus refused", "buffer_drop": "buffer drop",
+    "buffer_fail_limit": "buffer fail limit", "sage_pick": "Sage's pick", "sage_problem": "Sage's answer",
+    "sage_fallback": "Sage gave nothing", "focus_review": "focus review", "loop_guard": "loop guard",
+    "unsure_focus_replaced": "unsure focus replaced", "deferred_focus": "focus deferred",
+    "focus_margin": "focus margin", "nothing_admissible": "nothing admissible", "swift_forced": "Swift forced",
+    "t1_retry": "AMM T1 retry", "critic_waiting": "Critic waiting", "note": "note"}
+
+
+def decision_rows(rec: StepRecord) -> list[tuple[str, str]]:
+    """(label, sentence) for each typed decision of a step, in the order they were taken."""
+    return [(DECISION_LABELS.get(d.kind, d.kind), d.describe()) for d in rec.decisions]
+

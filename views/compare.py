@@ -92,7 +92,48 @@ def mechanism_table(a: Episode, b: Episode) -> list[dict[str, Any]]:
         if key.startswith("share"):
             va, vb = f"{100 * va:.0f}%", f"{100 * vb:.0f}%"
         rows.append({"": label, "A": va, "B": vb})
-    for name, label in (("gate1_drops", "Gate-1 drop"), ("stagnation_modes", "stagnation"), ("critic", "Critic")):
+    for name, label in (("gate1_drops", "Gate-1 drop"), ("stagnation_modes", "stagnation"), ("critic", "Critic"),
+                        ("decisions", "decision")):
         for k in sorted(set(ma.get(name, {})) | set(mb.get(name, {}))):
             rows.append({"": f"{label}: {k}", "A": ma[name].get(k, 0), "B": mb[name].get(k, 0)})
     return [{k: str(v) for k, v in r.items()} for r in rows]
+
+
+def provenance_warning(a: Episode, b: Episode) -> str | None:
+    """Two episodes compared as presets must differ in their preset only: say when the code that recorded them
+    differs, or when their settings differ in more than the preset's own fields."""
+    from agent_core.provenance import describe_code
+
+    out = []
+    ca, cb = a.header.code or {}, b.header.code or {}
+    if not ca or not cb:
+        out.append("the code revision is not recorded for " + (" and ".join(x for x, c in (("A", ca), ("B", cb))
+                                                                          if not c)) + " (an older trace)")
+    elif (ca.get("commit"), ca.get("diff", "")) != (cb.get("commit"), cb.get("diff", "")):
+        out.append(f"they were recorded by different code (A {describe_code(ca)}, B {describe_code(cb)})")
+    extra = settings_differences(a.header.config, b.header.config)
+    if extra:
+        out.append("their settings differ beyond the preset: " + ", ".join(extra[:6]) +
+                   (f" and {len(extra) - 6} more" if len(extra) > 6 else ""))
+    return ("A difference between A and B may come from more than the mechanisms: " + "; ".join(out) + ".") \
+        if out else None
+
+
+def settings_differences(a: dict, b: dict) -> list[str]:
+    """Dotted config fields that differ, leaving out what the presets set (their mechanisms' switches) and
+    where the store lives."""
+    from agent_core.config import PRESETS
+
+    preset_keys = {k for _d, ov in PRESETS.values() for k in ov} | {"preset", "amm.store_dir", "memory.persist_dir"}
+
+    def flat(d: dict, pre: str = "") -> dict:
+        out: dict = {}
+        for k, v in (d or {}).items():
+            if isinstance(v, dict):
+                out.update(flat(v, f"{pre}{k}."))
+            else:
+                out[f"{pre}{k}"] = v
+        return out
+    fa, fb = flat(a), flat(b)
+    return sorted(k for k in set(fa) | set(fb) if k not in preset_keys and fa.get(k) != fb.get(k))
+

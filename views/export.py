@@ -19,6 +19,7 @@ from plotly.offline import get_plotlyjs
 from agent_core.palette import ACTOR_COLORS, ACTOR_LABELS, text_on
 from agent_core.trace import Episode, StepRecord, read_episode
 
+from .common import decision_rows
 from .narration import narrate
 
 SCORE_PARTS = (("recency_n", "recency", "#4C78A8"), ("importance_n", "importance", "#d4700b"),
@@ -52,6 +53,7 @@ def _step_data(rec: StepRecord, header) -> dict[str, Any]:
                     "reason": rec.critic.reason} if rec.critic else None),
         "stagnation": rec.stagnation.modes if rec.stagnation else [],
         "llm_errors": [c.error for c in rec.llm_calls if c.error],
+        "decisions": [f"{label}: {text}" for label, text in decision_rows(rec)],
     }
 
 
@@ -126,7 +128,7 @@ _TEMPLATE = """<!doctype html>
    <pre id="obs"></pre><div class="muted" id="room"></div></div>
   <div class="card"><h3>Sage's plan (Q1-Q5)</h3><div id="plan"></div><h3 style="margin-top:10px">Action buffer</h3>
    <div id="buffer"></div></div>
-  <div class="card"><h3>Gate-1</h3><div id="gate1"></div><h3 style="margin-top:10px">Self-reflection</h3>
+  <div class="card"><h3>Gate-1</h3><div id="gate1"></div><h3 style="margin-top:10px">Self-reflection and decisions</h3>
    <div id="srm"></div></div>
   <div class="card"><h3>Memory retrievals</h3><div id="mem"></div></div>
  </div>
@@ -173,6 +175,7 @@ function show(t) {
   if (s.stagnation.length) srm.push(`stagnation report: ${esc(s.stagnation.join(", "))}`);
   if (s.critic) srm.push(`Critic ${esc(s.critic.status)}: ${esc(s.critic.diagnosis || s.critic.reason)}`
     + (s.critic.admitted.length ? " → " + s.critic.admitted.map(a => "<code>" + esc(a) + "</code>").join(", ") : ""));
+  (s.decisions || []).forEach(d => srm.push(`<span class="muted">decision</span> ${esc(d)}`));
   $("srm").innerHTML = srm.length ? srm.join("<br>") : '<span class="muted">nothing at this step</span>';
   $("mem").innerHTML = s.retrievals.length ? s.retrievals.map(r => `<div><b>${esc(r.trigger)}</b>
     ${r.into ? "→ injected into " + esc(r.into) : "(retrieved and logged)"} <span class="muted">${esc(r.why)}</span>

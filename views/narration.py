@@ -198,14 +198,27 @@ def sage_task_focus_sentence(rec: StepRecord) -> str | None:
             f"{'were' if n != 1 else 'was'} not in its list.")
 
 
+# the decisions a student should hear about, most telling first (agent_core.decisions); the rest stay in the panels
+TOLD = ("safeguard", "unsure_focus_replaced", "deferred_focus", "focus_review", "swift_forced", "loop_guard",
+        "buffer_fail_limit", "nothing_admissible", "sage_fallback", "unnamed_focus_refused", "t1_retry")
+
+
+def decision_sentence(rec: StepRecord) -> str | None:
+    told = sorted((d for d in rec.decisions if d.kind in TOLD), key=lambda d: TOLD.index(d.kind))
+    if not told:
+        return None
+    text = told[0].describe()
+    return text[0].upper() + text[1:] + ("" if text.endswith(".") else ".")
+
+
 def narrate(rec: StepRecord, header: EpisodeHeader | None = None) -> list[str]:
     """The step in two or three short sentences, readable aloud: who acted and why; the one mechanism that
     mattered most at this step, if any (the Critic or the stagnation detector, then Gate-1, then memory); the
     score. The panels below hold the rest."""
     out = [actor_sentence(rec, header)]
     extra = srm_sentence(rec) if (rec.critic is not None and rec.critic.status in ("called", "failed")) else None
-    extra = extra or gate1_sentence(rec) or srm_sentence(rec) or task_focus_sentence(rec) or \
-        sage_task_focus_sentence(rec) or memory_sentence(rec)
+    extra = extra or decision_sentence(rec) or gate1_sentence(rec) or srm_sentence(rec) or \
+        task_focus_sentence(rec) or sage_task_focus_sentence(rec) or memory_sentence(rec)
     if extra:
         out.append(extra)
     out.append(score_sentence(rec))

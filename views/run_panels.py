@@ -16,7 +16,8 @@ from agent_core.config import ControllerConfig
 from agent_core.trace import EpisodeHeader, EpisodeSummary, StepRecord
 from views.charts import score_figure, timeline_figure
 from views.common import (MAPPING_WORDS, QUESTIONS, WHAT, actor_color, actor_label, badge, buffer_sources, chip,
-                          clip, episode_mechanisms, esc, record_at)
+                          clip, decision_rows, episode_mechanisms, esc, record_at)
+from agent_core.provenance import describe_code
 from views.memory_panels import render_memory, render_memory_detail
 from views.narration import narrate, narration_track
 from views.srm_panels import render_critic_raw, render_srm, render_srm_detail
@@ -161,7 +162,8 @@ def render_header(header: EpisodeHeader, records: list[StepRecord], t: int, *, t
                      "the Critic (self-reflection's LLM, through the buffer).")
     c4.caption(f"preset **{header.config.get('preset', '?')}** · Swift: `{models.get('swift', '?')}` · "
                f"Sage: `{models.get('sage', '?')}` · run `{header.run_id}` · running: "
-               f"{', '.join(episode_mechanisms(header))}")
+               f"{', '.join(episode_mechanisms(header))} · code {describe_code(header.code)}"
+               + (f" · config `{header.config_hash}`" if header.config_hash else ""))
     if next_hint:
         c4.caption(next_hint)
 
@@ -328,8 +330,10 @@ def render_step_detail(header: EpisodeHeader, r: StepRecord) -> None:
         if c.error:
             st.error(f"LLM call {c.purpose} failed: {c.error}")
     render_srm_detail(header, r)
-    if r.notes:
-        st.markdown("**Notes from the agent:**\n" + "\n".join(f"- {n}" for n in r.notes))
+    rows = decision_rows(r)
+    if rows:
+        st.markdown("**Decisions in this step** (typed records, in the order taken):\n" +
+                    "\n".join(f"- *{label}*: {text}" for label, text in rows))
     render_memory_detail(header, r)
     if r.timings:
         st.caption("Time: " + ", ".join(f"{k} {v:.2f} s" for k, v in r.timings.items()))

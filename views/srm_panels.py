@@ -32,6 +32,7 @@ CRITIC_STATUS = {  # status -> (words, chip colour)
     "cooldown": ("not called: too soon after its last call", "#7f7f7f"),
     "expired": ("not called: the stagnation report was out of date", "#7f7f7f"),
     "cancelled": ("not called: a reward came after the report", "#7f7f7f"),
+    "waiting": ("not called yet: the report waits for the action buffer to empty", "#7f7f7f"),
 }
 POLICY_WORDS = {"replace": "they replaced what was in the buffer", "append": "they were added after what was "
                 "already in the buffer"}
@@ -119,9 +120,11 @@ def config_budget(header: EpisodeHeader) -> int:
 
 
 def budget_so_far(header: EpisodeHeader, records: list[StepRecord], t: int) -> str:
-    """The Critic's budget as it stood after step t (from the last Critic decision up to t)."""
+    """The Critic's budget as it stood after step t: the state digest of step t says it (older traces: the last
+    Critic decision up to t)."""
+    rec = records[t - 1] if 0 < t <= len(records) else None
     last = next((r.critic for r in reversed(records[:t]) if r.critic), None)
-    used = last.budget_used if last else 0
+    used = rec.after.critic_calls if rec is not None and rec.after is not None else (last.budget_used if last else 0)
     return critic_budget_text(used, (last.budget if last and last.budget else config_budget(header)))
 
 

@@ -1,4 +1,4 @@
-"""AMM, the adaptive episodic memory (SPEC.md section 5): salience-gated writes after every step, triggered
+"""AMM, the adaptive episodic memory (docs/AGENT.md §5): salience-gated writes after every step, triggered
 retrieval (T1-T4) and bounded injection, on the Generative Agents memory stream.
 
 Memory is informational: it never picks an action. Every operation returns a typed record for the step
@@ -24,11 +24,12 @@ from memory_store.reflection import maybe_reflect, should_reflect
 from ..actions import action_key
 from ..config import Config
 from ..swift.format import clean, fmt_num, fmt_reward
-from ..trace import MemoryRetrieval, MemoryWrite
+from ..trace import MemoryRetrieval, MemoryWrite, StepRecord
 from .salience import StepFacts, content_key, importance, record_extra, record_text, salience
 from .store import StoreUnavailable, open_agent_store, open_server_store, prepare_store
 
 WORKED = ("success", "near-miss")
+TOUCHING = ("T1", "T2", "T3", "T4")  # retrievals that move their top memories' last access (critic evidence reuses one)
 SAGE_HEADER = ("Memories from earlier episodes (hints only, they may be wrong: the current observation, inventory "
                "and valid actions come first; never focus on an object only because a memory names it):")
 CRITIC_HEADER = "Evidence from memory (hints only; the current observation and the constraints come first):"
@@ -36,7 +37,7 @@ CRITIC_HEADER = "Evidence from memory (hints only; the current observation and t
 
 @dataclass
 class EpisodeMemoryStats:
-    """What the summary and the Evaluate page count per episode."""
+    """What the summary and the Evaluate page count per episode, counted from the step records."""
 
     writes: dict[str, int] = field(default_factory=dict)  # by tag
     triggers: dict[str, int] = field(default_factory=dict)  # T1..T4, critic
@@ -47,13 +48,35 @@ class EpisodeMemoryStats:
         return {"writes": dict(self.writes), "triggers": dict(self.triggers), "injections": dict(self.injections),
                 "errors": self.errors}
 
+    @classmethod
+    def from_records(cls, steps: Sequence[StepRecord], at_start: dict[str, Any] | None = None) -> "EpisodeMemoryStats":
+        """The same counts whether the episode ran at once or was resumed: they come from the trace."""
+        out = cls(errors=1 if (at_start or {}).get("error") else 0)
+        for rec in steps:
+            if rec.replayed:  # a fork's copies of its parent's steps: the parent counted them
+                continue
+            for w in rec.memories_written:
+                if w.error:
+                    out.errors += 1
+                elif w.id and not w.duplicate_of:
+                    _bump(out.writes, w.tag)
+            for r in rec.retrievals:
+                _bump(out.triggers, r.trigger)
+                if r.error and r.error.startswith("retrieval failed"):
+                    out.errors += 1
+                if r.injected_into:
+                    _bump(out.injections, r.injected_into)
+        return out
+
 
 def _bump(d: dict[str, int], key: str) -> None:
     d[key] = d.get(key, 0) + 1
 
 
 class EpisodicMemory:
-    """The agent's episodic memory for one store; `start_episode` before each episode."""
+    """The agent's episodic memory for one store; `start_episode` before each episode. It keeps no episode state
+    of its own: the caches (T2 / T3 evidence, T3's fired actions, what this episode wrote) are in the agent's state
+    and come in as arguments, so a resumed episode has them exactly."""
 
     def __init__(self, cfg: Config, runs_dir: str | Path):
         self.cfg = cfg
@@ -65,10 +88,6 @@ class EpisodicMemory:
         self.clock_start = 0.0
         self.task = self.task_description = self.run_id = ""
         self.variation = 0
-        self.stats = EpisodeMemoryStats()
-        self.cache: dict[str, MemoryRetrieval] = {}  # T2 / T3: the latest retrieval, for the Critic's evidence
-        self._t3_fired: set[str] = set()
-        self._written: dict[str, str] = {}  # content key -> id of this episode's record
         self.reflection_thread: threading.Thread | None = None
         self.llm_rate: Callable[[str], str] | None = None  # set by the agent when importance_mode is "llm"
 
@@ -88,10 +107,11 @@ class EpisodicMemory:
                                    f"the memory server at {self.stream.path} is not answering: {type(e).__name__}: {e}")
         return self.stream
 
-    def start_episode(self, run_id: str, task: str, task_description: str, variation: int) -> dict[str, Any]:
-        """Open (and seed on first use) the store; returns what the episode header records."""
+    def start_episode(self, run_id: str, task: str, task_description: str, variation: int,
+                      clock: float | None = None) -> dict[str, Any]:
+        """Open (and seed on first use) the store; returns what the episode header records. `clock`: a resumed
+        episode's clock, from its header (the store's own latest time has moved on since)."""
         self.run_id, self.task, self.task_description, self.variation = run_id, task, task_description, variation
-        self.stats, self.cache, self._t3_fired, self._written = EpisodeMemoryStats(), {}, set(), {}
         info: dict[str, Any] = {}
         try:
             if self.cfg.memory.server_url:  # a shared Chroma server: this store is one collection there
@@ -103,29 +123,65 @@ class EpisodicMemory:
                 self.path, self.seeded_from = prepare_store(dest, self.c.warmup, self.cfg.memory)
                 self.stream = open_agent_store(self.path, self.cfg.memory)
             self.stream.refresh()
+            self.stream.hold_access = True  # access times reach the disk with their step's record (commit_step)
             # one clock per store: continue after everything the store has seen
-            self.clock_start = float(int(self.stream.latest_time)) + 1.0
+            self.clock_start = float(int(self.stream.latest_time)) + 1.0 if clock is None else float(clock)
             info = {"memories": len(self.stream), "clock": self.clock_start, "seeded_from": self.seeded_from}
         except Exception as e:  # noqa: BLE001 - memory is optional: the run goes on without it
             self.stream = None
             info = {"error": f"{type(e).__name__}: {e}"}
-            self.stats.errors += 1
         return info
+
+    def commit_step(self) -> None:
+        """The step's record is on disk: its access times may follow."""
+        if self.stream is not None:
+            try:
+                self.stream.flush()
+            except Exception:  # noqa: BLE001 - the next write or retrieval reports a broken store
+                pass
+
+    def rewind(self, steps: Sequence[StepRecord]) -> dict[str, Any]:
+        """Bring the store back to where this run left it after its last recorded step (`start_episode` first,
+        with the header's clock): memories this run wrote that no kept step records are removed (a half-finished
+        step, a reflection after a stop), and the access times of the kept steps' retrievals are made good (they
+        reach the disk after their record, so a kill in between loses them)."""
+        if self.stream is None:
+            return {}
+        stream = self.stream
+        stream.discard_unflushed()  # in this process, a failed step's held access times may still be pending
+        kept = {w.id for rec in steps for w in rec.memories_written if w.id}
+        extra = sorted((m for m in stream.memories() if m.episode == self.run_id and m.id not in kept),
+                       key=lambda m: m.seq, reverse=True)
+        removed = stream.delete([m.id for m in extra])
+        touch: dict[str, float] = {}
+        for rec in steps:
+            for r in rec.retrievals:
+                if r.trigger in TOUCHING and r.result is not None and not r.error:
+                    for i in r.result.top_ids:
+                        touch[i] = max(touch.get(i, 0.0), float(r.result.now))
+        fix = {}
+        for i, t in touch.items():
+            m = stream.get(i)
+            if m is not None and m.last_access < t:
+                fix[i] = t
+        stream.set_access(fix)
+        return {"removed": removed, "access_restored": len(fix)}
 
     def now(self, step: int) -> float:
         return self.clock_start + step
 
     # ------------------------------------------------------------------ writes
-    def write_step(self, step: int, facts: StepFacts) -> list[MemoryWrite]:
-        """The salience gate after an environment step: at most one record, nothing for an ordinary step."""
+    def write_step(self, step: int, facts: StepFacts, written: dict[str, str]) -> list[MemoryWrite]:
+        """The salience gate after an environment step: at most one record, nothing for an ordinary step.
+        `written`: this episode's records so far (content key -> id), to write each content once."""
         s = salience(facts, self.c)
         if s is None:
             return []
         text = record_text(facts, s.tag, self.c)
-        w = MemoryWrite(tag=s.tag, rule=s.rule, why=s.why, text=text, now=self.now(step))
         key = content_key(s.tag, facts.action, facts.observation, facts.room)
-        if key in self._written:
-            w.duplicate_of = self._written[key]
+        w = MemoryWrite(tag=s.tag, rule=s.rule, why=s.why, text=text, now=self.now(step), content_key=key)
+        if key in written:
+            w.duplicate_of = written[key]
             w.why += f"; not written again: {w.duplicate_of} already holds it (same action, result and room)"
             return [w]
         t0 = time.perf_counter()
@@ -138,11 +194,8 @@ class EpisodicMemory:
                            tag=s.tag, task=self.task, episode=self.run_id,
                            extra=record_extra(facts, s, step, self.run_id))
             w.id, w.importance, w.importance_source = m.id, m.importance, src
-            self._written[key] = m.id
-            _bump(self.stats.writes, s.tag)
         except Exception as e:  # noqa: BLE001
             w.error = f"{type(e).__name__}: {e}"
-            self.stats.errors += 1
         w.elapsed_ms = round((time.perf_counter() - t0) * 1000, 2)
         return [w]
 
@@ -155,7 +208,7 @@ class EpisodicMemory:
         return (r.value, "llm", "") if not r.error else (fallback, "tag-rule", f"LLM rating failed: {r.error}")
 
     def write_plan(self, step: int, plan: dict[str, str], buffer: Sequence[str]) -> list[MemoryWrite]:
-        """Sage's Q1-Q5 answers and its buffer become a `plan` memory (SPEC section 7)."""
+        """Sage's Q1-Q5 answers and its buffer become a `plan` memory (docs/AGENT.md §5.4)."""
         if not self.c.store_plans or not (plan or buffer):
             return []
         answers = " ".join(f"{q}: {clean(a, 160)}" for q, a in plan.items())
@@ -168,10 +221,8 @@ class EpisodicMemory:
                                   tag="plan", task=self.task, episode=self.run_id,
                                   extra={"step": step, "run_id": self.run_id, "variation": self.variation})
             w.id, w.importance, w.importance_source = m.id, m.importance, "tag-rule"
-            _bump(self.stats.writes, "plan")
         except Exception as e:  # noqa: BLE001
             w.error = f"{type(e).__name__}: {e}"
-            self.stats.errors += 1
         w.elapsed_ms = round((time.perf_counter() - t0) * 1000, 2)
         return [w]
 
@@ -185,7 +236,6 @@ class EpisodicMemory:
 
     def _retrieve(self, trigger: str, why: str, query: str, tags: Sequence[str], step: int) -> MemoryRetrieval:
         r = MemoryRetrieval(trigger=trigger, why=why, query=query)
-        _bump(self.stats.triggers, trigger)
         t0 = time.perf_counter()
         try:
             stream = self._check()
@@ -194,7 +244,6 @@ class EpisodicMemory:
                                        task=self.task if self.c.same_task_only else None, weights=weights)
         except Exception as e:  # noqa: BLE001
             r.error = f"retrieval failed, nothing injected: {type(e).__name__}: {e}"
-            self.stats.errors += 1
         r.elapsed_ms = round((time.perf_counter() - t0) * 1000, 2)
         return r
 
@@ -253,7 +302,6 @@ class EpisodicMemory:
                 r.injected_text = "; Memory: [" + " | ".join(self._swift_line(c, e) for c, e in picked) + "]"
                 if self.c.swift_injection:
                     r.injected_into = "swift"
-                    _bump(self.stats.injections, "swift")
                 else:
                     r.outcome = "retrieved and logged only: Swift T1 injection is off in this configuration"
             elif r.error is None:
@@ -281,15 +329,16 @@ class EpisodicMemory:
                 r.injected_ids.append(cand.id)
             if lines:
                 r.injected_text, r.injected_into = SAGE_HEADER + "\n" + "\n".join(lines), "sage"
-                _bump(self.stats.injections, "sage")
         except Exception as e:  # noqa: BLE001
             r.error, r.injected_text, r.injected_into, r.injected_ids = \
                 f"formatting failed: {type(e).__name__}: {e}", "", "", []
         return r
 
     def after_step(self, step: int, room: str, inventory: str, history: Sequence[tuple[str, str]],
-                   rewards: Sequence[float], invalid_actions: Sequence[str]) -> list[MemoryRetrieval]:
-        """T2 (no progress for N steps) and T3 (the same invalid action again): retrieve and cache, never inject."""
+                   rewards: Sequence[float], invalid_actions: Sequence[str],
+                   t3_fired: Sequence[str]) -> list[MemoryRetrieval]:
+        """T2 (no progress for N steps) and T3 (the same invalid action again, once per action: `t3_fired`):
+        retrieve for the Critic's evidence (the agent's state caches them), never inject."""
         out: list[MemoryRetrieval] = []
         since = 0
         for x in reversed(rewards):
@@ -301,29 +350,26 @@ class EpisodicMemory:
                 r = self._retrieve("T2", f"no progress for {n} steps", self.query(room, inventory, history),
                                    WORKED, step)
                 r.outcome = "cached: the Critic's evidence slot (Full) uses it; never injected otherwise"
-                self.cache["T2"] = r
                 out.append(r)
         if invalid_actions:
             last = invalid_actions[-1]
             k = action_key(last)
             n = sum(1 for a in invalid_actions if action_key(a) == k)
-            if n >= self.c.t3_repeat_invalid and k not in self._t3_fired:
-                self._t3_fired.add(k)
+            if n >= self.c.t3_repeat_invalid and k not in t3_fired:
                 r = self._retrieve("T3", f"the invalid action '{last}' was repeated ({n} times)",
                                    self.query(room, inventory, history, last), ["avoidance"], step)
                 r.outcome = "cached: the Critic's evidence slot (Full) uses it; never injected otherwise"
-                self.cache["T3"] = r
+                r.subject = k
                 out.append(r)
         return out
 
-    def critic_evidence(self, step: int) -> MemoryRetrieval | None:
+    def critic_evidence(self, step: int, worked: MemoryRetrieval | None,
+                        avoid: MemoryRetrieval | None) -> MemoryRetrieval | None:
         """Full: up to 3 records that worked (from the latest T2) + 1 to avoid (from the latest T3)."""
-        worked, avoid = self.cache.get("T2"), self.cache.get("T3")
         if worked is None and avoid is None:
             return None
         r = MemoryRetrieval(trigger="critic", why="evidence for the Critic from the cached T2 / T3 retrievals",
                             query="", result=(worked or avoid).result)
-        _bump(self.stats.triggers, "critic")
         try:
             picked = (self._picked(worked, self.c.critic_worked_records) if worked else []) + \
                      (self._picked(avoid, self.c.critic_avoid_records) if avoid else [])
@@ -331,7 +377,6 @@ class EpisodicMemory:
                 r.injected_ids = [c.id for c, _ in picked]
                 r.injected_text = CRITIC_HEADER + "\n" + "\n".join(self._sage_line(c, e) for c, e in picked)
                 r.injected_into = "critic"
-                _bump(self.stats.injections, "critic")
             r.outcome = "from " + ", ".join(f"the {t} retrieval" for t, x in (("T2", worked), ("T3", avoid)) if x)
         except Exception as e:  # noqa: BLE001
             r.error, r.injected_text, r.injected_into = f"formatting failed: {type(e).__name__}: {e}", "", ""
@@ -357,6 +402,9 @@ class EpisodicMemory:
     def end_episode(self, steps: int, generate: Callable[[str], str] | None, background: bool) -> str:
         """Reflection between episodes (GA): when the summed importance since the last one exceeds the
         threshold. In the background when asked (the app), so no step waits minutes for it."""
+        if self.stream is not None:  # the episode is over: nothing left to hold back
+            self.commit_step()
+            self.stream.hold_access = False
         if self.c.reflection == "off" or self.stream is None:
             return "reflection is off"
         due, total = self.reflection_status()

@@ -1,4 +1,4 @@
-"""The salience gate (SPEC.md section 5, reference tagging in section 10): which steps become episodic
+"""The salience gate (docs/AGENT.md §5.1; the rules are the reference code's tagging): which steps become episodic
 memories, with which tag and importance, and the compact record text that is stored.
 
 The rules are named here; their precedence and tags come from `amm.tag_rules` ("rule:tag" pairs), their

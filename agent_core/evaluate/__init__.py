@@ -1,4 +1,4 @@
-"""Batch evaluation (SPEC.md section 8): presets x tasks x test variations on local worker processes or a
+"""Batch evaluation (docs/AGENT.md §8): presets x tasks x test variations on local worker processes or a
 Ray cluster, the paper's metrics from the traces, and its tables. CLI: `python -m agent_core.evaluate`."""
 from .metrics import aggregate, comparable, episode_metrics
 from .report import build_results, load_results, markdown, write_reports

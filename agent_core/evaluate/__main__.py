@@ -1,4 +1,4 @@
-"""Evaluate presets x tasks x test variations (SPEC.md section 8) and write the paper's tables.
+"""Evaluate presets x tasks x test variations (docs/AGENT.md §8) and write the paper's tables.
 
     python -m agent_core.evaluate --out evals/cpu-30x50 --variations 1 --max-steps 50
     python -m agent_core.evaluate --out evals/full --workers 8 --llm openai \\

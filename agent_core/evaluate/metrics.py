@@ -1,4 +1,4 @@
-"""The paper's metrics (SPEC.md section 8), computed from traces only: per episode, then per task, then
+"""The paper's metrics (docs/AGENT.md §8), computed from traces only: per episode, then per task, then
 macro-averaged over tasks. Final counts a negative final score as 0; Success is a final score of 100;
 Steps@Succ is the mean number of steps of the successful episodes. Task groups Short / Medium / Long
 come from the task's gold-path length."""
@@ -38,6 +38,7 @@ def episode_metrics(ep: Episode) -> dict[str, Any]:
     inject = Counter(x.injected_into for r in steps for x in r.retrievals if x.injected_into and x.injected_ids)
     modes = Counter(m for r in steps if r.stagnation for m in r.stagnation.modes)
     critic = Counter(r.critic.status for r in steps if r.critic)
+    decisions = Counter(d.kind for r in steps for d in r.decisions if d.kind not in ("note", "focus_margin"))
     drops = Counter(g.reason for r in steps for g in r.gate1 if g.decision == "DROP")
     repairs = Counter(g.reason for r in steps for g in r.gate1 if g.decision == "REPAIR")
     systems = Counter(r.system for r in steps)
@@ -52,6 +53,7 @@ def episode_metrics(ep: Episode) -> dict[str, Any]:
         "trace": str(ep.path),
         "writes": dict(writes), "triggers": dict(triggers), "injections": dict(inject),
         "stagnation_modes": dict(modes), "critic": dict(critic), "gate1_drops": dict(drops),
+        "decisions": dict(decisions), "code": dict(h.code), "config_hash": h.config_hash,
         "gate1_repairs": dict(repairs), "systems": dict(systems), "llm_calls": dict(calls),
         "llm_errors": llm_errors,
         "seconds": round(sum(r.timings.get("total", 0.0) for r in steps), 3),

@@ -13,7 +13,7 @@ from ..trace import list_traces, read_episode
 from .metrics import GROUPS, MECHANISM_COLUMNS, aggregate, episode_metrics
 from .spec import SPEC_FILE, TRACES, job_from_key
 
-# SPEC.md section 8: the reference run (Flan-T5-large Swift, Qwen2.5-7B-Instruct Sage on vLLM, 271 episodes)
+# docs/AGENT.md §8: the paper's reference run (Flan-T5-large Swift, Qwen2.5-7B-Instruct Sage on vLLM, 271 episodes)
 PAPER_TABLE1 = {"baseline": (51.67, 23.99, 24.48), "amm": (53.83, 26.94, 24.03), "srm": (64.33, 41.33, 19.76),
                 "full": (64.62, 43.17, 19.33)}
 PRESET_LABEL = {"baseline": "Baseline", "amm": "+AMM", "srm": "+SRM", "full": "Full"}
@@ -59,9 +59,22 @@ def build_results(out: Path, wall_s: float | None = None, extra: dict[str, Any] 
            "episodes": sorted(rows, key=lambda r: (order.index(r["preset"]) if r["preset"] in order else 99,
                                                    r["task_index"], r["variation"])),
            **(extra or {})}
+    res["provenance"] = provenance(rows, order)
     if wall_s is not None:
         res["wall_s"] = round(wall_s, 1)
     return res
+
+
+def provenance(rows: list[dict[str, Any]], order: list[str]) -> dict[str, Any]:
+    """Which code revisions recorded the episodes (with counts) and each preset's config hashes: one revision and
+    one hash per preset is a clean evaluation; more means the numbers mix agents."""
+    from collections import Counter
+
+    from ..provenance import code_revision, describe_code
+
+    codes = Counter(describe_code(r.get("code") or {}) for r in rows)
+    hashes = {p: sorted({r.get("config_hash") or "not recorded" for r in rows if r["preset"] == p}) for p in order}
+    return {"code": dict(codes), "config_hash": hashes, "report_written_by": code_revision()}
 
 
 def _group(g: float, ev: EvalConfig) -> str:
@@ -136,6 +149,14 @@ def markdown(res: dict[str, Any]) -> str:
         lines.append(f"| {idx} | {t} | {res['task_groups'].get(t, '')} | " + " | ".join(
             f"{vs[p]['final']:.1f} ({round(vs[p]['success'] * vs[p]['episodes'])}/{vs[p]['episodes']})"
             if p in vs else "-" for p in order) + " |")
+    prov = res.get("provenance") or {}
+    if prov:
+        lines += ["", "## Provenance", "", "Recorded by code: " + ", ".join(
+            f"{k} ({v} episodes)" for k, v in prov.get("code", {}).items()) + ".",
+            "Config hash per preset: " + "; ".join(f"{PRESET_LABEL.get(p, p)} {', '.join(h)}"
+                                                   for p, h in prov.get("config_hash", {}).items()) + "."]
+        if len(prov.get("code", {})) > 1:
+            lines.append("**Warning:** the episodes were recorded by more than one code revision.")
     errors = [(p, e) for p in order for e in res["presets"][p]["errors"]]
     if errors or res.get("problems"):
         lines += ["", "## Errors", ""]

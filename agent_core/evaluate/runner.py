@@ -61,7 +61,7 @@ class EpisodeRunner:
 
         cfg = self.spec.config(preset_name)
         if self.llm is None:  # one backend (one loaded model) for every preset: they share the LLM settings
-            self.llm = make_backend(cfg.llm)
+            self.llm = make_backend(cfg.llm, seed=cfg.seed)
         if self.env is None:
             self.env = ScienceWorld(cfg.env)
         key = json.dumps([cfg.to_dict()["swift"], cfg.controller.sage_enabled], sort_keys=True)

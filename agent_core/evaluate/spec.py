@@ -19,7 +19,7 @@ from ..env import catalog
 
 SPEC_FILE = "evaluation.json"
 TRACES = "traces"
-# the paper's four configurations (SPEC.md section 8); the sensitivity variants are opt-in
+# the paper's four configurations (docs/AGENT.md §8); the sensitivity variants are opt-in
 DEFAULT_PRESETS = ("baseline", "amm", "srm", "full")
 
 
@@ -49,7 +49,8 @@ class EvalSpec:
 
     presets: list[str] = field(default_factory=lambda: list(DEFAULT_PRESETS))
     tasks: list[str] = field(default_factory=list)  # names; empty = all 30
-    # the first N test variations of each task (fewer where a task has fewer): SPEC's 10, from EvalConfig
+    # the first N test variations of each task (fewer where a task has fewer): the protocol's 10
+    # (docs/AGENT.md §8), from EvalConfig
     variations: int = field(default_factory=lambda: EvalConfig().variations_per_task)
     variation_list: list[int] = field(default_factory=list)  # explicit test variations instead of the first N
     split: str = field(default_factory=lambda: EvalConfig().split)

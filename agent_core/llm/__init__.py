@@ -8,8 +8,8 @@ from .scripted import ScriptedBackend
 BACKENDS = ("embedded", "openai", "scripted")
 
 
-def make_backend(llm_cfg, script=None) -> LLMBackend:
-    """Build the backend an `LLMConfig` names."""
+def make_backend(llm_cfg, script=None, seed: int = 0) -> LLMBackend:
+    """Build the backend an `LLMConfig` names; `seed` (Config.seed) goes to the model's sampler."""
     if llm_cfg.backend == "openai":
         from .openai_compat import OpenAICompatBackend
 
@@ -17,12 +17,12 @@ def make_backend(llm_cfg, script=None) -> LLMBackend:
 
         key = llm_cfg.api_key or os.environ.get("SWIFTSAGE_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY") or "EMPTY"
         return OpenAICompatBackend(llm_cfg.base_url, model=llm_cfg.model, api_key=key,
-                                   timeout=llm_cfg.timeout_s, max_retries=llm_cfg.max_retries)
+                                   timeout=llm_cfg.timeout_s, max_retries=llm_cfg.max_retries, seed=seed)
     if llm_cfg.backend == "embedded":
         from .embedded import EmbeddedBackend
 
         return EmbeddedBackend(llm_cfg.embedded_model, n_ctx=llm_cfg.n_ctx, n_threads=llm_cfg.n_threads,
-                               timeout=llm_cfg.timeout_s)
+                               timeout=llm_cfg.timeout_s, seed=seed)
     if llm_cfg.backend == "scripted":
         if script is None:
             raise ValueError("the scripted backend needs a script (tests only)")

@@ -2,7 +2,7 @@
 
 Sage, the Critic and the memory's importance rater all talk to a model through `LLMBackend.chat`.
 Errors are typed so the agent can record them in the step record and fall back to the baseline
-path (DESIGN.md): it never crashes an episode silently.
+path (docs/AGENT.md §9): it never crashes an episode silently.
 """
 from __future__ import annotations
 

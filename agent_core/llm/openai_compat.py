@@ -44,12 +44,13 @@ class OpenAICompatBackend(LLMBackend):
     name = "openai"
 
     def __init__(self, base_url: str, model: str = "", api_key: str = "EMPTY", timeout: float = 120.0,
-                 max_retries: int = 2):
+                 max_retries: int = 2, seed: int | None = None):
         if not base_url.startswith(("http://", "https://")):
             raise ValueError(f"base URL must start with http:// or https://, got {base_url!r}")
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.max_retries = max_retries
+        self.seed = seed  # Config.seed, sent with each request (vLLM and OpenAI honour it for sampling)
         self._client = openai.OpenAI(base_url=self.base_url, api_key=api_key or "EMPTY",
                                      timeout=timeout, max_retries=max_retries)
         self.model = model or ""
@@ -78,7 +79,7 @@ class OpenAICompatBackend(LLMBackend):
             return self._client.chat.completions.create(
                 model=model, messages=as_messages(messages), max_tokens=max_tokens,
                 temperature=temperature, stop=list(stop) if stop else None,
-                timeout=timeout if timeout is not None else self.timeout,
+                timeout=timeout if timeout is not None else self.timeout, seed=self.seed,
             )
 
         try:

@@ -1,4 +1,4 @@
-"""Sage, System 2 (SPEC.md section 3): plan (Q1-Q5), ground the plan into an action buffer, and map
+"""Sage, System 2 (docs/AGENT.md §3): plan (Q1-Q5), ground the plan into an action buffer, and map
 each buffered action onto the current valid-action set.
 
 The prompts are text files in prompts/ so a teacher can read them and the app can show them. Every Sage prompt

@@ -1,4 +1,4 @@
-"""SRM's bounded Critic (SPEC.md section 6): called only on a stagnation report, within a budget and a
+"""SRM's bounded Critic (docs/AGENT.md §6.3): called only on a stagnation report, within a budget and a
 cooldown (the controller enforces when); it reads the state, the recent trajectory, the report and its
 constraints, and answers DIAGNOSIS / COURSE_CORRECTION / ACTIONS. Its actions are parsed here; the
 controller passes each through Gate-1 and puts the admitted ones into the same FIFO action buffer: the

@@ -1,4 +1,4 @@
-"""Gate-1 (SPEC.md section 6; reference order in section 10): every action from every source (Swift, Sage's
+"""Gate-1 (docs/AGENT.md §6.1; checks in the reference code's order): every action from every source (Swift, Sage's
 buffer, the Critic) passes it before it runs, when SRM is on:
 
     normalize -> checks (focus limit, focus target visible, no-op) -> admissibility against the valid actions

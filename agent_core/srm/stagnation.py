@@ -1,4 +1,4 @@
-"""SRM's stagnation detector (SPEC.md section 6; defaults from the reference code, section 10).
+"""SRM's stagnation detector (docs/AGENT.md §6.2; defaults from the reference code).
 
 Deterministic, after every step, over the last `stagnation_window` steps of the episode. It reads step
 records only (`agent_core.trace.StepRecord`), so the same function runs live, on a recorded trace, and in

@@ -4,8 +4,8 @@
     .venv/bin/python -m agent_core.swift.data pairs                   # build (input, target) pairs
 
 Extraction replays `get_gold_action_sequence()` of train variations (dev ones for validation; test
-never) under the SPEC.md simplifications, through the same adapter the agent uses, and records per
-step the action, observation, look, inventory, score, reward and room. Each variation is one small
+never) under the protocol's simplifications (docs/AGENT.md §1), through the same adapter the agent uses, and
+records per step the action, observation, look, inventory, score, reward and room. Each variation is one small
 gzipped JSON file, written atomically, so an interrupted run resumes where it stopped; `pack` bundles
 them into one compressed file that is committed (assets/swift/gold_trajectories.jsonl.gz).
 Down-sampling as SwiftSage did: topics 9 and 10 capped at 50 train variations per task, task 3-3
@@ -229,7 +229,7 @@ def load_trajectories(split: str) -> list[dict]:
 
 
 def trajectory_pairs(traj: dict, k: int = 10) -> list[tuple[str, str]]:
-    """(Swift input, next action) for every step of a gold trajectory, in the SPEC.md format."""
+    """(Swift input, next action) for every step of a gold trajectory, in Swift's input format (docs/AGENT.md §2)."""
     state = SwiftState(task_description=traj["task_description"], score=traj["start_score"],
                        look=traj["start_look"], inventory=traj["start_inventory"], start_room=traj["start_room"])
     pairs = []

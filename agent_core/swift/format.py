@@ -1,4 +1,4 @@
-"""The SwiftSage input format (SPEC.md section 2): the one place that turns an episode's history
+"""The SwiftSage input format (docs/AGENT.md §2): the one place that turns an episode's history
 into Swift's input string. Training data, inference and the app all call `swift_input`.
 
     Task: D; Time: t-1; Score: S_{t-1}; Action history: [A_{t-i} (+R_{t-i}) --> O_{t-i} | i from K to 1];

@@ -7,7 +7,7 @@ Two architectures, both `transformers` seq2seq models that decode the same way:
   decoder trained here. Its WordPiece vocabulary is cut to the pieces this corpus uses (30,522 -> a
   few thousand rows), which keeps the shipped checkpoint small and the output softmax cheap.
 
-Decoding gives three things per step (SPEC.md section 2 and the controller's needs):
+Decoding gives three things per step (docs/AGENT.md §2 and the controller's needs):
 - `candidates`: unconstrained beam search, ranked with log-probabilities; its top-1 is what the
   model "wants" (the controller's invalid trigger and Gate-1 look at it);
 - `rank_valid`: beam search constrained to a prefix tree of the current valid actions, so the
@@ -19,6 +19,9 @@ Decoding gives three things per step (SPEC.md section 2 and the controller's nee
 
 On a CPU the model runs with int8 dynamic quantization of its linear layers (`quantize="int8"`): about 2.3x
 faster per step; docs/BENCHMARKS.md has its effect on the agent's score.
+
+The tokenizers are in tokenizer.py, the architectures' builders, loading and quantization in architectures.py;
+every name stays importable from here.
 """
 from __future__ import annotations
 
@@ -31,10 +34,29 @@ from pathlib import Path
 from typing import Sequence
 
 from ..actions import action_key, is_focus, never_a_focus_target  # noqa: F401 - action_key re-exported: the one normalisation
+from .architectures import (  # noqa: F401 - re-exported
+    build_minilm_seq2seq,
+    build_t5,
+    freeze_encoder_layers,
+    is_minilm,
+    load_seq2seq,
+    quantize_int8,
+)
+from .tokenizer import (  # noqa: F401 - re-exported
+    MINILM_SPECIALS,
+    SPECIAL,
+    encode_inputs,
+    eos_id,
+    input_rows,
+    minilm_path,
+    pad_rows,
+    reduced_minilm_tokenizer,
+    target_ids,
+    train_tokenizer,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DIR = ROOT / "assets" / "swift" / "model"
-SPECIAL = {"pad": "<pad>", "eos": "</s>", "unk": "<unk>"}
 
 
 @dataclass
@@ -56,178 +78,6 @@ class SwiftProposal:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-
-# ------------------------------------------------------------------ tokenizer
-
-def train_tokenizer(texts: Sequence[str], vocab_size: int, out_dir: Path):
-    """A SentencePiece-style BPE (spaces kept as '▁') trained on this corpus, wrapped for transformers."""
-    from tokenizers import SentencePieceBPETokenizer
-    from tokenizers.processors import TemplateProcessing
-    from transformers import PreTrainedTokenizerFast
-
-    tok = SentencePieceBPETokenizer()
-    tok.train_from_iterator(texts, vocab_size=vocab_size, min_frequency=2,
-                            special_tokens=[SPECIAL["pad"], SPECIAL["eos"], SPECIAL["unk"]])
-    raw = tok._tokenizer  # the plain `tokenizers.Tokenizer` inside the convenience wrapper
-    eos_id = raw.token_to_id(SPECIAL["eos"])
-    raw.post_processor = TemplateProcessing(single=f"$A {SPECIAL['eos']}", special_tokens=[(SPECIAL["eos"], eos_id)])
-    fast = PreTrainedTokenizerFast(tokenizer_object=raw, pad_token=SPECIAL["pad"], eos_token=SPECIAL["eos"],
-                                   unk_token=SPECIAL["unk"])
-    out_dir.mkdir(parents=True, exist_ok=True)
-    fast.save_pretrained(out_dir)
-    return fast
-
-
-MINILM_SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-
-
-def minilm_path() -> str:
-    """The packaged all-MiniLM-L6-v2, the same weights the memory stream embeds with."""
-    from memory_store.embeddings import model_path
-
-    return model_path()
-
-
-def reduced_minilm_tokenizer(texts: Sequence[str], out_dir: Path):
-    """MiniLM's uncased WordPiece restricted to the pieces `texts` use, plus every single character
-    (so unseen words still split into known pieces). Greedy longest-match over a vocabulary that holds
-    every piece the full vocabulary produced on these texts tokenizes them exactly as before.
-    Returns (tokenizer, old ids of the new vocabulary in order)."""
-    from transformers import BertTokenizerFast
-
-    full = BertTokenizerFast.from_pretrained(minilm_path())
-    vocab = full.get_vocab()
-    used: set[int] = set()
-    for i in range(0, len(texts), 2000):
-        for ids in full(list(texts[i:i + 2000]), add_special_tokens=False)["input_ids"]:
-            used.update(ids)
-    chars = [t for t in vocab if len(t) == 1 or (t.startswith("##") and len(t) == 3)]
-    keep = MINILM_SPECIALS + sorted({full.convert_ids_to_tokens(i) for i in used} | set(chars) - set(MINILM_SPECIALS))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    tok = BertTokenizerFast(vocab={t: i for i, t in enumerate(keep)}, do_lower_case=True)
-    tok.save_pretrained(out_dir)
-    return tok, [vocab[t] for t in keep]
-
-
-def build_minilm_seq2seq(texts: Sequence[str], out_dir: Path, dec_layers: int = 2, dropout: float = 0.1):
-    """Pretrained MiniLM-L6 encoder (vocabulary cut to this corpus) + a fresh BERT decoder of `dec_layers`
-    layers whose word embeddings (input and output) start as a copy of the encoder's, so it starts
-    knowing words. (A copy rather than a shared tensor: transformers refuses to save cross-module ties;
-    with the cut vocabulary the copy costs ~2M parameters.)"""
-    import torch
-    from transformers import BertConfig, BertLMHeadModel, BertModel, EncoderDecoderModel
-
-    tok, old_ids = reduced_minilm_tokenizer(texts, out_dir)
-    enc = BertModel.from_pretrained(minilm_path(), add_pooling_layer=False)
-    rows = enc.embeddings.word_embeddings.weight.data[torch.tensor(old_ids)].clone()
-    enc.resize_token_embeddings(len(old_ids))
-    enc.embeddings.word_embeddings.weight.data.copy_(rows)
-    ec = enc.config
-    dcfg = BertConfig(vocab_size=len(old_ids), hidden_size=ec.hidden_size, num_hidden_layers=dec_layers,
-                      num_attention_heads=ec.num_attention_heads, intermediate_size=ec.intermediate_size,
-                      hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout, is_decoder=True,
-                      add_cross_attention=True, max_position_embeddings=64, pad_token_id=tok.pad_token_id)
-    dec = BertLMHeadModel(dcfg)  # its input embeddings and output layer are tied to each other
-    dec.bert.embeddings.word_embeddings.weight.data.copy_(rows)
-    model = EncoderDecoderModel(encoder=enc, decoder=dec)
-    for cfg in (model.config, model.generation_config):
-        cfg.decoder_start_token_id = tok.cls_token_id
-        cfg.pad_token_id = tok.pad_token_id
-        cfg.eos_token_id = tok.sep_token_id
-    return tok, model
-
-
-def freeze_encoder_layers(model, n: int) -> None:
-    """Keep the pretrained embeddings and the lowest `n` encoder layers fixed (cheaper, and a small
-    dataset cannot wash out what they know); the decoder, whose embeddings start as a copy of the
-    encoder's, then learns to read and write in the pretrained word space."""
-    if not is_minilm(model) or n <= 0:
-        return
-    for p in model.encoder.embeddings.parameters():
-        p.requires_grad = False
-    for layer in model.encoder.encoder.layer[:n]:
-        for p in layer.parameters():
-            p.requires_grad = False
-
-
-def is_minilm(model) -> bool:
-    return getattr(model.config, "model_type", "") == "encoder-decoder"
-
-
-def load_seq2seq(path: str | Path, device: str = "cpu"):
-    """Load an exported Swift model (either architecture) and its tokenizer, in float32."""
-    import torch
-    from transformers import AutoTokenizer, EncoderDecoderModel, T5ForConditionalGeneration
-
-    path = Path(path)
-    tok = AutoTokenizer.from_pretrained(path)
-    if json.loads((path / "config.json").read_text()).get("model_type") == "encoder-decoder":
-        from transformers.utils import logging as hf_logging
-
-        # the BERT encoder is rebuilt with an (unused, never saved) pooler: keep its load report quiet
-        level = hf_logging.get_verbosity()
-        hf_logging.set_verbosity_error()
-        try:
-            model = EncoderDecoderModel.from_pretrained(path, dtype=torch.float32)
-        finally:
-            hf_logging.set_verbosity(level)
-    else:
-        model = T5ForConditionalGeneration.from_pretrained(path, dtype=torch.float32)
-    return tok, model.to(device)
-
-
-def eos_id(tok) -> int:
-    return tok.eos_token_id if tok.eos_token_id is not None else tok.sep_token_id
-
-
-def input_rows(tok, texts: Sequence[str], max_len: int) -> list[list[int]]:
-    """Token ids of inputs; an over-long input loses the middle of its action history (the task at the
-    start, and the room, inventory and visited rooms at the end, are what the next action needs)."""
-    rows = tok(list(texts), add_special_tokens=True, verbose=False)["input_ids"]
-    head = max_len // 4
-    return [r if len(r) <= max_len else r[:head] + r[len(r) - (max_len - head):] for r in rows]
-
-
-def encode_inputs(tok, texts: Sequence[str], max_len: int) -> dict:
-    """Tokenized, cut (see input_rows) and padded to the batch's longest input."""
-    return pad_rows(input_rows(tok, texts, max_len), tok.pad_token_id)
-
-
-def pad_rows(rows: Sequence[Sequence[int]], pad_id: int) -> dict:
-    import torch
-
-    width = max(len(r) for r in rows)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, r in enumerate(rows):
-        ids[i, :len(r)] = torch.tensor(r)
-        mask[i, :len(r)] = 1
-    return {"input_ids": ids, "attention_mask": mask}
-
-
-def target_ids(tok, texts: Sequence[str], max_len: int | None = None) -> list[list[int]]:
-    """Decoder targets: the action's tokens then EOS (no [CLS] for the BERT tokenizer: the decoder
-    start token plays that part); cut to `max_len` tokens when given."""
-    rows = tok(list(texts), add_special_tokens=False)["input_ids"]
-    if max_len is not None:
-        rows = [r[: max_len - 1] for r in rows]
-    return [r + [eos_id(tok)] for r in rows]
-
-
-# ------------------------------------------------------------------ model
-
-def build_t5(vocab_size: int, pad_id: int, eos_id: int, d_model: int = 256, layers: int = 4, heads: int = 4,
-             d_ff: int = 1024, dropout: float = 0.1, dec_layers: int | None = None):
-    """A T5 sized for a CPU. The decoder may be shallower: targets are a few tokens, inputs hundreds."""
-    from transformers import T5Config, T5ForConditionalGeneration
-
-    cfg = T5Config(vocab_size=vocab_size, d_model=d_model, d_kv=d_model // heads, d_ff=d_ff, num_layers=layers,
-                   num_decoder_layers=dec_layers or layers, num_heads=heads, dropout_rate=dropout, feed_forward_proj="gated-gelu",
-                   pad_token_id=pad_id, eos_token_id=eos_id, decoder_start_token_id=pad_id,
-                   # tied embeddings rescale the output by d_model**-0.5: a sane initial loss (~ln V) instead of ~60
-                   tie_word_embeddings=True, relative_attention_num_buckets=32, relative_attention_max_distance=128)
-    return T5ForConditionalGeneration(cfg)
 
 
 class _Trie:
@@ -495,23 +345,6 @@ class SwiftModel:
         return SwiftProposal(top1=top1, candidates=cands, valid_ranked=ranked, action=action,
                              latency_s=time.perf_counter() - t0, focus=focus,
                              focus_margin=None if margin is None else round(margin, 4))
-
-
-def quantize_int8(model) -> None:
-    """int8 dynamic quantization of the linear layers, in place (weights int8, activations quantized per
-    call); the output layer stays float, its logits rank the actions."""
-    import warnings
-
-    import torch
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # torch's deprecation notice for its quantized tensor constructors
-        if is_minilm(model):
-            model.encoder = torch.ao.quantization.quantize_dynamic(model.encoder, {torch.nn.Linear}, dtype=torch.qint8)
-            model.decoder.bert = torch.ao.quantization.quantize_dynamic(model.decoder.bert, {torch.nn.Linear},
-                                                                        dtype=torch.qint8)
-        else:
-            torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
 
 
 def default_threads() -> int:

@@ -10,6 +10,7 @@ import streamlit as st
 
 from agent_core.config import LLMConfig
 from agent_core.llm.embedded import MODELS as EMBEDDED_MODELS
+from views import share
 
 _default = os.environ.get("SWIFTSAGE_DEFAULT_EMBEDDED_MODEL") or LLMConfig().embedded_model
 # SWIFTSAGE_DEFAULT_EMBEDDED_MODEL=smollm2-135m preselects the fast model (demos on a slow machine, tests)
@@ -26,7 +27,5 @@ def _backend(llm_cfg_json: str):
 def llm_backend(cfg: LLMConfig):
     """The shared backend for these settings. In a shared app, only the operator's server URL is ever used (so
     their API key goes nowhere else): anything else raises PermissionError before a request is made."""
-    from views import share
-
     share.check_llm(cfg)
     return _backend(json.dumps(dataclasses.asdict(cfg), sort_keys=True))

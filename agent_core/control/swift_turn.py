@@ -1,0 +1,101 @@
+"""Swift's turn: its proposal, the loop guard, AMM's T1 retry, Gate-1 on its candidates, and the hand-over
+to Sage when a trigger fires."""
+from __future__ import annotations
+
+import time
+from typing import Sequence
+
+from ..actions import action_key, is_focus
+from ..decisions import DeferredFocus, FocusMargin, LoopGuard, NothingAdmissible, T1Retry, UnsureFocusReplaced
+from ..srm.gate1 import DROP
+from ..srm.loop_guard import apply_loop_guard
+from ..swift.model import SwiftProposal
+from ..trace import Trigger
+from .draft import StepDraft, timed
+
+
+class SwiftTurn:
+    """Part of `agent_core.controller.Agent` (a mixin: it reads the agent's attributes)."""
+
+    def _swift_turn(self, w: StepDraft, valid: Sequence[str]) -> tuple[str, str]:
+        st, srm = self.state, self.cfg.srm
+        t0 = time.perf_counter()
+        prop = self.swift.propose(st.swift_state, valid)
+        if srm.enabled and srm.loop_guard:
+            prop = apply_loop_guard(prop, st.swift_state.history, srm.loop_guard_streak)
+        w.timings["swift"] = time.perf_counter() - t0
+        if self.amm is not None and action_key(prop.top1) not in {action_key(v) for v in valid}:
+            prop = self._t1(w, valid, prop)
+        w.prop = prop
+        if prop.focus_margin is not None:  # how sure Swift is of its focus decides who reviews it
+            best, margin, thr = (prop.focus[0][0] if prop.focus else prop.action), round(prop.focus_margin, 4), \
+                self.cfg.swift.focus_margin
+            w.emit(FocusMargin(focus=best, margin=margin, threshold=thr))
+            if prop.deferred:
+                w.emit(DeferredFocus(focus=best, margin=margin, threshold=thr, instead=prop.action))
+        if prop.guard:
+            w.emit(LoopGuard(detail=prop.guard))
+        swift_action: str | None = prop.action
+        forced: Trigger | None = None
+        ranked = [prop.action] + [a for a, _s in prop.valid_ranked if a != prop.action]
+        if srm.enabled:
+            swift_action, dropped = None, []
+            for i, cand in enumerate(ranked[: srm.gate1_max_swift_tries]):
+                d = self.gate.check(cand, "swift", self._gate_ctx(valid, w.step), fallback=i > 0)
+                w.gate1.append(d)
+                if d.decision != DROP:
+                    swift_action = d.result
+                    break
+                dropped.append(cand)
+                w.drops += 1
+                if len(dropped) >= srm.gate1_drops_for_sage:
+                    break
+            if swift_action is None:
+                forced = Trigger("gate1_drops", f"Gate-1 dropped {len(dropped)} of Swift's actions in this step "
+                                                f"(at {srm.gate1_drops_for_sage} drops Sage decides the step, once)",
+                                 {"dropped": dropped})
+        fired = self._triggers(prop, swift_action or prop.action, valid) if self.cfg.controller.sage_enabled else []
+        if forced and self.cfg.controller.sage_enabled:
+            fired.insert(0, forced)
+        if fired and not w.sage_called and self._swift_forced(w, fired):
+            if swift_action is not None and is_focus(swift_action) and any(f.name == "critical" for f in fired):
+                # nobody reviews this unsure focus, and a wrong one ends the task: Swift's best other action
+                alt = self._best_non_focus(prop, valid) or "look around"  # with none ranked: changes nothing
+                w.emit(UnsureFocusReplaced(focus=swift_action, instead=alt))
+                swift_action = alt
+        elif fired and not w.sage_called:
+            trigger = Trigger(fired[0].name, fired[0].rule, {**fired[0].evidence, "all_triggers": [f.name for f in fired]})
+            action, system = self._call_sage(w, trigger, valid, prop, swift_action)
+            if action is not None:
+                return action, system
+        if swift_action is not None:
+            return swift_action, "swift"
+        # SRM dropped every Swift candidate it tried and Sage gave nothing: the next admissible one, else look
+        checked = {d.proposed for d in w.gate1 if d.source == "swift"}
+        for cand in [c for c in ranked if c not in checked]:
+            d = self.gate.check(cand, "swift", self._gate_ctx(valid, w.step), fallback=True)
+            w.gate1.append(d)
+            if d.decision != DROP:
+                return d.result, "swift"
+        w.emit(NothingAdmissible())
+        return "look around", "swift"
+
+    def _t1(self, w: StepDraft, valid: Sequence[str], prop: SwiftProposal) -> SwiftProposal:
+        """AMM T1: Swift's top action is invalid. Retrieve what worked, retry Swift once with at most 3 records
+        in a short memory field; a valid retry replaces the proposal, otherwise the invalid trigger calls Sage."""
+        st, srm = self.state, self.cfg.srm
+        ss = st.swift_state
+        with timed(w, "amm"):
+            r = self.amm.t1(w.step, self.last.room, ss.inventory, st.sage_history, prop.top1)
+        w.retrievals.append(r)
+        if r.injected_into != "swift":
+            return prop
+        with timed(w, "swift"):
+            retry = self.swift.propose(ss, valid, memory=r.injected_text)
+            if srm.enabled and srm.loop_guard:
+                retry = apply_loop_guard(retry, ss.history, srm.loop_guard_streak)
+        ok = action_key(retry.top1) in {action_key(v) for v in valid}
+        r.outcome = (f"Swift's retry with memory proposed '{retry.top1}': valid, it replaces '{prop.top1}'" if ok else
+                     f"Swift's retry with memory proposed '{retry.top1}': still invalid, so Sage is called")
+        w.emit(T1Retry(retry=retry.top1, replaced=prop.top1, valid=ok))
+        return retry if ok else prop

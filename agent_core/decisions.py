@@ -1,0 +1,292 @@
+"""Every decision a step makes that has no record of its own elsewhere, as a typed record tagged by `kind`.
+
+A step record lists them in `decisions`, in the order they were taken; its `notes` are their `describe()` texts,
+derived, never written by hand. Triggers, Gate-1 checks, menu answers, Critic calls and memory operations have
+their own record types in `agent_core.trace`; these are the rest. Part of the trace schema: no agent code here.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+
+@dataclass
+class Decision:
+    kind: str = ""  # the tag: which of the types below
+    group: ClassVar[str] = ""  # who decided: swift | sage | buffer | srm | amm | safeguard
+
+    def describe(self) -> str:  # pragma: no cover - every kind overrides it
+        raise NotImplementedError
+
+
+
+KINDS: dict[str, type[Decision]] = {}
+
+
+def _kind(cls):
+    KINDS[cls().kind] = cls
+    return cls
+
+
+@_kind
+@dataclass
+class Safeguard(Decision):
+    """The last check before the JVM: the chosen text is not a valid action, so 'look around' is sent instead."""
+
+    kind: str = "safeguard"
+    group: ClassVar[str] = "safeguard"
+    proposed: str = ""
+    sent: str = "look around"
+
+    def describe(self) -> str:
+        return f"not sent to ScienceWorld: {self.proposed[:120]!r} is not a valid action here; '{self.sent}' instead"
+
+
+@_kind
+@dataclass
+class UnnamedFocusRefused(Decision):
+    """A buffered LLM action focuses on an object the task does not name: not played."""
+
+    kind: str = "unnamed_focus_refused"
+    group: ClassVar[str] = "buffer"
+    action: str = ""
+
+    def describe(self) -> str:
+        return f"not played: '{self.action}' focuses on an object the task does not name (or names for later)"
+
+
+@_kind
+@dataclass
+class BufferDrop(Decision):
+    """A buffered action was not played: Gate-1 dropped it (SRM), or it maps onto no valid action (Baseline)."""
+
+    kind: str = "buffer_drop"
+    group: ClassVar[str] = "buffer"
+    action: str = ""
+    by: str = "gate1"  # gate1 | mapping
+    detail: str = ""
+
+    def describe(self) -> str:
+        if self.by == "gate1":
+            return f"Gate-1 dropped buffered action {self.action!r}: {self.detail}"
+        return f"buffered action {self.action!r} matches no valid action" + (f" ({self.detail})" if self.detail else "")
+
+
+@_kind
+@dataclass
+class BufferFailLimit(Decision):
+    """Buffered actions failed `failures` times in a row: the buffer is emptied and Swift acts (now or next step)."""
+
+    kind: str = "buffer_fail_limit"
+    group: ClassVar[str] = "buffer"
+    failures: int = 0
+    when: str = "now"  # now (while taking from the buffer) | next_step (the played action failed)
+
+    def describe(self) -> str:
+        return f"{self.failures} buffered actions failed in a row: back to Swift" + (
+            " next step" if self.when == "next_step" else "")
+
+
+@_kind
+@dataclass
+class SagePick(Decision):
+    """Sage's numbered grounding: which command it chose, and where it stood in the list it was shown."""
+
+    kind: str = "sage_pick"
+    group: ClassVar[str] = "sage"
+    action: str = ""
+    option: int | None = None  # 1-based position in the list; None: a command of its own
+    of: int = 0
+
+    def describe(self) -> str:
+        where = f" (option {self.option} of {self.of})" if self.option else " (a command of its own, not in the list)"
+        return f"Sage picked '{self.action}'" + where
+
+
+@_kind
+@dataclass
+class SageProblem(Decision):
+    """Something in Sage's answer that could not be used as written (the parser says what)."""
+
+    kind: str = "sage_problem"
+    group: ClassVar[str] = "sage"
+    text: str = ""
+
+    def describe(self) -> str:
+        return self.text
+
+
+@_kind
+@dataclass
+class SageFallback(Decision):
+    """Sage gave nothing to play: its call failed, or none of its actions passed; Swift's action stands."""
+
+    kind: str = "sage_fallback"
+    group: ClassVar[str] = "sage"
+    reason: str = "failed"  # failed | nothing_passed | no_focus_target
+    error: str = ""
+
+    def describe(self) -> str:
+        if self.reason == "failed":
+            return f"Sage failed ({self.error}); falling back to Swift's action"
+        if self.reason == "no_focus_target":
+            return "Sage's focus review gave no focus target; falling back to Swift's action"
+        return "no buffered action passed; falling back to Swift's action"
+
+
+@_kind
+@dataclass
+class FocusReview(Decision):
+    """The critical trigger under focus_review=choose: Sage compared the focus targets in view."""
+
+    kind: str = "focus_review"
+    group: ClassVar[str] = "sage"
+    picked: str = ""  # "" : none of them is right yet
+    option: int | None = None
+    of: int = 0
+    instead: str = ""  # with none picked: Swift's best other action, played instead
+
+    def describe(self) -> str:
+        if not self.picked:
+            return (f"Sage's focus review: none of the {self.of} focus targets is right yet; Swift's best other action "
+                    f"instead: '{self.instead}'")
+        return f"Sage's focus review picked '{self.picked}' (option {self.option} of {self.of} focus targets)"
+
+
+@_kind
+@dataclass
+class LoopGuard(Decision):
+    """SRM's loop guard moved Swift off an action it kept repeating."""
+
+    kind: str = "loop_guard"
+    group: ClassVar[str] = "srm"
+    detail: str = ""
+
+    def describe(self) -> str:
+        return f"Swift loop guard: {self.detail}"
+
+
+@_kind
+@dataclass
+class UnsureFocusReplaced(Decision):
+    """Swift is unsure of a focus and Sage is not called this step: Swift's best other action instead."""
+
+    kind: str = "unsure_focus_replaced"
+    group: ClassVar[str] = "swift"
+    focus: str = ""
+    instead: str = ""
+
+    def describe(self) -> str:
+        return (f"Swift is unsure of '{self.focus}' and Sage is not called this step: Swift's best other action "
+                f"'{self.instead}' instead")
+
+
+@_kind
+@dataclass
+class DeferredFocus(Decision):
+    """Swift alone (nobody reviews a focus): a focus below the margin was set aside for its best other action."""
+
+    kind: str = "deferred_focus"
+    group: ClassVar[str] = "swift"
+    focus: str = ""
+    margin: float = 0.0
+    threshold: float = 0.0
+    instead: str = ""
+
+    def describe(self) -> str:
+        return (f"focus margin {self.margin:.2f} < {self.threshold:.2f}: '{self.focus}' set aside for "
+                f"'{self.instead}'")
+
+
+@_kind
+@dataclass
+class FocusMargin(Decision):
+    """How sure Swift is of the object of its focus: its score margin among the focus targets in view."""
+
+    kind: str = "focus_margin"
+    group: ClassVar[str] = "swift"
+    focus: str = ""
+    margin: float = 0.0
+    threshold: float = 0.0
+
+    def describe(self) -> str:
+        sure = "sure" if self.margin >= self.threshold else "unsure"
+        return f"Swift's focus '{self.focus}': margin {self.margin:.2f} against {self.threshold:.2f} ({sure})"
+
+
+@_kind
+@dataclass
+class NothingAdmissible(Decision):
+    """SRM dropped every Swift candidate it tried and Sage gave nothing: 'look around' (changes nothing)."""
+
+    kind: str = "nothing_admissible"
+    group: ClassVar[str] = "srm"
+
+    def describe(self) -> str:
+        return "no Swift candidate passed Gate-1 and Sage gave nothing: 'look around' (changes nothing)"
+
+
+@_kind
+@dataclass
+class SwiftForced(Decision):
+    """SwiftSage's streak rule: after `sage_calls` Sage calls in a row Swift acts once, whatever fired."""
+
+    kind: str = "swift_forced"
+    group: ClassVar[str] = "swift"
+    sage_calls: int = 0
+    set_aside: list[str] = field(default_factory=list)
+
+    def describe(self) -> str:
+        return f"Swift forced: {self.sage_calls} Sage calls in a row; set aside: {', '.join(self.set_aside)}"
+
+
+@_kind
+@dataclass
+class T1Retry(Decision):
+    """AMM's T1: Swift retried with memory; whether the retry replaced its proposal."""
+
+    kind: str = "t1_retry"
+    group: ClassVar[str] = "amm"
+    retry: str = ""
+    replaced: str = ""
+    valid: bool = False
+
+    def describe(self) -> str:
+        if self.valid:
+            return f"AMM T1: Swift's retry with memory proposed '{self.retry}': valid, it replaces '{self.replaced}'"
+        return f"AMM T1: Swift's retry with memory proposed '{self.retry}': still invalid, so Sage is called"
+
+
+@_kind
+@dataclass
+class CriticWaiting(Decision):
+    """A stagnation report waits for the action buffer to empty before the Critic runs."""
+
+    kind: str = "critic_waiting"
+    group: ClassVar[str] = "srm"
+    report_step: int = 0
+
+    def describe(self) -> str:
+        return "a stagnation report is waiting for the action buffer to empty before the Critic runs"
+
+
+@_kind
+@dataclass
+class Note(Decision):
+    """A free-text remark from a trace written before decisions were typed (schema 1): kept as it was."""
+
+    kind: str = "note"
+    group: ClassVar[str] = ""
+    text: str = ""
+
+    def describe(self) -> str:
+        return self.text
+
+
+def decision_from_dict(data: dict[str, Any]) -> Decision:
+    cls = KINDS.get(str(data.get("kind", "")))
+    if cls is None:
+        return Note(text=f"(a decision of unknown kind {data.get('kind')!r})")
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: v for k, v in data.items() if k in names})

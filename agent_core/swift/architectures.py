@@ -1,0 +1,108 @@
+"""Swift's two seq2seq architectures: building them to train (`t5` from scratch, `minilm` from the pretrained
+encoder), freezing, loading an exported checkpoint, and int8 quantization for the CPU.
+`agent_core.swift.model` re-exports every name.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Sequence
+
+from .tokenizer import minilm_path, reduced_minilm_tokenizer
+
+
+def build_minilm_seq2seq(texts: Sequence[str], out_dir: Path, dec_layers: int = 2, dropout: float = 0.1):
+    """Pretrained MiniLM-L6 encoder (vocabulary cut to this corpus) + a fresh BERT decoder of `dec_layers`
+    layers whose word embeddings (input and output) start as a copy of the encoder's, so it starts
+    knowing words. (A copy rather than a shared tensor: transformers refuses to save cross-module ties;
+    with the cut vocabulary the copy costs ~2M parameters.)"""
+    import torch
+    from transformers import BertConfig, BertLMHeadModel, BertModel, EncoderDecoderModel
+
+    tok, old_ids = reduced_minilm_tokenizer(texts, out_dir)
+    enc = BertModel.from_pretrained(minilm_path(), add_pooling_layer=False)
+    rows = enc.embeddings.word_embeddings.weight.data[torch.tensor(old_ids)].clone()
+    enc.resize_token_embeddings(len(old_ids))
+    enc.embeddings.word_embeddings.weight.data.copy_(rows)
+    ec = enc.config
+    dcfg = BertConfig(vocab_size=len(old_ids), hidden_size=ec.hidden_size, num_hidden_layers=dec_layers,
+                      num_attention_heads=ec.num_attention_heads, intermediate_size=ec.intermediate_size,
+                      hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout, is_decoder=True,
+                      add_cross_attention=True, max_position_embeddings=64, pad_token_id=tok.pad_token_id)
+    dec = BertLMHeadModel(dcfg)  # its input embeddings and output layer are tied to each other
+    dec.bert.embeddings.word_embeddings.weight.data.copy_(rows)
+    model = EncoderDecoderModel(encoder=enc, decoder=dec)
+    for cfg in (model.config, model.generation_config):
+        cfg.decoder_start_token_id = tok.cls_token_id
+        cfg.pad_token_id = tok.pad_token_id
+        cfg.eos_token_id = tok.sep_token_id
+    return tok, model
+
+
+def freeze_encoder_layers(model, n: int) -> None:
+    """Keep the pretrained embeddings and the lowest `n` encoder layers fixed (cheaper, and a small
+    dataset cannot wash out what they know); the decoder, whose embeddings start as a copy of the
+    encoder's, then learns to read and write in the pretrained word space."""
+    if not is_minilm(model) or n <= 0:
+        return
+    for p in model.encoder.embeddings.parameters():
+        p.requires_grad = False
+    for layer in model.encoder.encoder.layer[:n]:
+        for p in layer.parameters():
+            p.requires_grad = False
+
+
+def is_minilm(model) -> bool:
+    return getattr(model.config, "model_type", "") == "encoder-decoder"
+
+
+def load_seq2seq(path: str | Path, device: str = "cpu"):
+    """Load an exported Swift model (either architecture) and its tokenizer, in float32."""
+    import torch
+    from transformers import AutoTokenizer, EncoderDecoderModel, T5ForConditionalGeneration
+
+    path = Path(path)
+    tok = AutoTokenizer.from_pretrained(path)
+    if json.loads((path / "config.json").read_text()).get("model_type") == "encoder-decoder":
+        from transformers.utils import logging as hf_logging
+
+        # the BERT encoder is rebuilt with an (unused, never saved) pooler: keep its load report quiet
+        level = hf_logging.get_verbosity()
+        hf_logging.set_verbosity_error()
+        try:
+            model = EncoderDecoderModel.from_pretrained(path, dtype=torch.float32)
+        finally:
+            hf_logging.set_verbosity(level)
+    else:
+        model = T5ForConditionalGeneration.from_pretrained(path, dtype=torch.float32)
+    return tok, model.to(device)
+
+
+def build_t5(vocab_size: int, pad_id: int, eos_id: int, d_model: int = 256, layers: int = 4, heads: int = 4,
+             d_ff: int = 1024, dropout: float = 0.1, dec_layers: int | None = None):
+    """A T5 sized for a CPU. The decoder may be shallower: targets are a few tokens, inputs hundreds."""
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    cfg = T5Config(vocab_size=vocab_size, d_model=d_model, d_kv=d_model // heads, d_ff=d_ff, num_layers=layers,
+                   num_decoder_layers=dec_layers or layers, num_heads=heads, dropout_rate=dropout, feed_forward_proj="gated-gelu",
+                   pad_token_id=pad_id, eos_token_id=eos_id, decoder_start_token_id=pad_id,
+                   # tied embeddings rescale the output by d_model**-0.5: a sane initial loss (~ln V) instead of ~60
+                   tie_word_embeddings=True, relative_attention_num_buckets=32, relative_attention_max_distance=128)
+    return T5ForConditionalGeneration(cfg)
+
+
+def quantize_int8(model) -> None:
+    """int8 dynamic quantization of the linear layers, in place (weights int8, activations quantized per
+    call); the output layer stays float, its logits rank the actions."""
+    import warnings
+
+    import torch
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's deprecation notice for its quantized tensor constructors
+        if is_minilm(model):
+            model.encoder = torch.ao.quantization.quantize_dynamic(model.encoder, {torch.nn.Linear}, dtype=torch.qint8)
+            model.decoder.bert = torch.ao.quantization.quantize_dynamic(model.decoder.bert, {torch.nn.Linear},
+                                                                        dtype=torch.qint8)
+        else:
+            torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
