@@ -16,7 +16,7 @@ from typing import Callable
 
 from .actions import action_key
 from .amm import EpisodicMemory, StepFacts
-from .amm.episodic import EpisodeMemoryStats
+from .amm.stats import EpisodeMemoryStats
 from .config import CHOICES, Config
 from .control.buffer import BufferTurn
 from .control.continuing import Continuing
@@ -154,13 +154,10 @@ class Agent(Switching, BufferTurn, SageTurn, SwiftTurn, SRMHooks, Continuing):
         self._examples = worked_examples(info.name, self.env.variation, self.cfg.sage.worked_examples)
         self._focus_limit = focus_limit(info.name)
 
-
-
     @property
     def resumed(self) -> list[dict]:
         """This episode's resumes so far (after which step, replay time, whether exact, what changed)."""
         return list(self._resumed)
-
 
     def finish(self, reason: str | None = None, error: str | None = None) -> EpisodeSummary | None:
         if self.writer is None or self.writer.closed:
@@ -193,23 +190,6 @@ class Agent(Switching, BufferTurn, SageTurn, SwiftTurn, SRMHooks, Continuing):
             if on_step:
                 on_step(rec)
         return self.finish() if self.done else self.summary  # type: ignore[return-value]
-
-    # ------------------------------------------------------------ triggers
-
-
-    # ------------------------------------------------------------ parts of one step
-
-
-
-
-
-
-
-
-
-
-
-
 
     # ------------------------------------------------------------ one step
     def step(self) -> StepRecord:

@@ -50,11 +50,27 @@ def config_hash(record: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def describe_code(code: dict[str, Any]) -> str:
-    """One line for a page: 'a1b2c3d4e5' or 'a1b2c3d4e5 + uncommitted changes', or why it is not known."""
-    if not code or not code.get("commit"):
-        return "not recorded (a trace from before revisions were kept)" if not code else "unknown (not a git checkout)"
+def describe_code(code: dict[str, Any], run_id: str = "") -> str:
+    """One line for a page: 'a1b2c3d4e5' or 'a1b2c3d4e5 + uncommitted changes', or why it is not known (a shipped
+    trace from before revisions were kept is labelled with the commit that shipped it: assets/PROVENANCE.json)."""
+    if not code:
+        label = shipped_labels().get(run_id) if run_id else None
+        if label:
+            return f"not recorded; shipped in {label['committed_in'][:10]} ({label['date']}), recorded by that code or older"
+        return "not recorded (a trace from before revisions were kept)"
+    if not code.get("commit"):
+        return "unknown (not a git checkout)"
     return code["commit"][:10] + (" + uncommitted changes" if code.get("modified") else "")
+
+
+@functools.lru_cache(maxsize=1)
+def shipped_labels() -> dict[str, dict[str, str]]:
+    """run id -> {"file", "committed_in", "date"} for the shipped traces that do not record their code
+    (scripts/label_shipped.py writes it)."""
+    try:
+        return json.loads((ROOT / "assets" / "PROVENANCE.json").read_text())
+    except (OSError, ValueError):
+        return {}
 
 
 def seed_everything(seed: int) -> None:

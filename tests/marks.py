@@ -4,13 +4,15 @@ or it fails at teardown with a message naming the missing mark.
 
 What is seen, in this process (tests/conftest.py registers the plugin):
   - every subprocess started (a CPython audit hook on `subprocess.Popen`): `java` (the ScienceWorld JVM, via py4j),
-    `streamlit run`, `llama_cpp.server`, `chroma run`, vLLM, Ray's daemons, Playwright's driver (the browser);
+    `streamlit run`, scripts/app.sh, `llama_cpp.server`, `chroma run`, vLLM, Ray's daemons, Playwright's driver
+    (the browser);
   - the real models: the Swift checkpoint (SwiftModel, load_seq2seq, the T5 / MiniLM builders), the MiniLM
     sentence embedder (Embedder.encode) and llama.cpp (EmbeddedBackend._load returning a llama_cpp model);
   - Streamlit's AppTest.run (a page).
 Heavy things a session- or module-scoped fixture starts once are charged to the fixture, so every later test that
-uses the fixture needs the mark too. Not seen: what a Python subprocess does inside itself (e.g. the JVM that
-`python -m agent_core.run` starts): mark those tests by reading them.
+uses the fixture needs the mark too; FIXTURE_USES names fixtures whose work is done in a subprocess.
+Not seen: what a Python subprocess does inside itself (the JVM and the models that `python -m agent_core.run`
+loads, what a Streamlit server runs): mark those tests by reading them.
 
 SWIFTSAGE_MARK_AUDIT=off disables the check; SWIFTSAGE_MARK_AUDIT=report:PATH only writes one JSON line per test
 (node id, what it used, its marks) to PATH, without failing anything.
@@ -27,6 +29,8 @@ from pathlib import Path
 import pytest
 
 HEAVY = ("jvm", "model", "page", "browser", "server")
+# fixtures whose heavy work happens in a subprocess this process cannot see into
+FIXTURE_USES = {"small_evaluation": {"jvm", "model"}}  # python -m agent_core.evaluate: real Swift, JVMs, SmolLM2
 _ATTR = "_swiftsage_uses"
 
 _lock = threading.Lock()
@@ -50,10 +54,11 @@ def _classify(argv) -> set[str]:
     kinds = set()
     if exe == "java" or exe.startswith("java"):
         kinds.add("jvm")
-    if "run-driver" in args or "playwright" in line and "driver" in line:
+    if "run-driver" in args or ("playwright" in line and "driver" in line):
         kinds.add("browser")
-    if (("streamlit" in line and "run" in args) or "llama_cpp.server" in line or "vllm" in line
-            or (exe == "chroma" and "run" in args) or "/site-packages/ray/" in line or exe in ("raylet", "gcs_server")):
+    if (("streamlit" in line and "run" in args) or "scripts/app.sh" in args or "llama_cpp.server" in line
+            or "vllm" in line or (exe == "chroma" and "run" in args) or "/site-packages/ray/" in line
+            or exe in ("raylet", "gcs_server")):
         kinds.add("server")
     return kinds
 
@@ -134,6 +139,8 @@ class MarkAudit:
 
     def _check(self, item) -> None:
         uses = set(self.item_uses)
+        for name in getattr(item, "fixturenames", ()):
+            uses |= FIXTURE_USES.get(name, set())
         info = getattr(item, "_fixtureinfo", None)
         for defs in (info.name2fixturedefs.values() if info else ()):
             for d in defs:

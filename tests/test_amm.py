@@ -19,6 +19,8 @@ from agent_core.llm import ScriptedBackend
 from agent_core.trace import read_episode
 from memory_store import MemoryConfig, MemoryStream
 
+pytestmark = pytest.mark.xdist_group("test_amm")
+
 PLAN = "Q1: a pot and water.\nQ2: the pot.\nQ3: fill the pot, heat it.\nQ4: find the pot.\nQ5: no."
 INVALID_OBS = ("No known action matches that input.", "Unknown action.")
 STEPS = 25
@@ -124,6 +126,8 @@ def _expected_salient(r) -> bool:
             or "You cannot" in text[:120])
 
 
+@pytest.mark.jvm
+@pytest.mark.model
 def test_amm_writes_exactly_the_salient_steps(two_episodes):
     total = 0
     for ep in two_episodes["episodes"]:
@@ -148,6 +152,8 @@ def test_amm_writes_exactly_the_salient_steps(two_episodes):
     assert "plan" in tags and tags <= {"success", "near-miss", "avoidance", "plan"}
 
 
+@pytest.mark.jvm
+@pytest.mark.model
 def test_t1_retries_swift_with_at_most_3_records(two_episodes):
     ep2 = two_episodes["episodes"][1]
     t1 = [(r, x) for r in ep2.steps for x in r.retrievals if x.trigger == "T1"]
@@ -171,6 +177,8 @@ def test_t1_retries_swift_with_at_most_3_records(two_episodes):
             assert "invalid" in fired
 
 
+@pytest.mark.jvm
+@pytest.mark.model
 def test_t4_injects_at_most_5_records_after_the_state(two_episodes):
     seen = 0
     for ep in two_episodes["episodes"]:
@@ -192,6 +200,8 @@ def test_t4_injects_at_most_5_records_after_the_state(two_episodes):
     assert seen, "the second episode's Sage calls must get hints from the first episode"
 
 
+@pytest.mark.jvm
+@pytest.mark.model
 def test_recency_tells_episodes_apart(two_episodes):
     ep1, ep2 = two_episodes["episodes"]
     created_1 = [w.now for r in ep1.steps for w in r.memories_written]
@@ -224,6 +234,8 @@ def _invalid_swift():
     return ScriptedSwift(lambda state, valid: "xyzzy the pot")  # never valid: T1, then Sage every time
 
 
+@pytest.mark.jvm
+@pytest.mark.model
 def test_store_removed_mid_run_leaves_prompts_unmodified(tmp_path, sw_env, two_episodes):
     store = tmp_path / "store"
     shutil.copytree(two_episodes["store"], store)
@@ -247,6 +259,8 @@ def test_store_removed_mid_run_leaves_prompts_unmodified(tmp_path, sw_env, two_e
     assert ep.summary.memory["errors"] >= len(errors)
 
 
+@pytest.mark.jvm
+@pytest.mark.model
 def test_unwritable_store_is_recorded_and_the_run_goes_on(tmp_path, sw_env, two_episodes, monkeypatch):
     """A store whose database refuses writes (what SQLite says for a read-only store; CI runs as root, for
     whom file permissions do not bind, so the refusal is injected at the Chroma call)."""
@@ -271,6 +285,8 @@ def test_unwritable_store_is_recorded_and_the_run_goes_on(tmp_path, sw_env, two_
 
 # ------------------------------------------------------------------ the shipped warm store
 
+@pytest.mark.jvm
+@pytest.mark.model
 def test_warm_store_is_copied_never_written(tmp_path, sw_env, monkeypatch, two_episodes):
     export = tmp_path / "warm.jsonl.gz"
     src = MemoryStream(MemoryConfig(persist_dir=str(two_episodes["store"])), path=two_episodes["store"])
@@ -316,6 +332,9 @@ def test_shipped_warm_store_manifest_matches_the_export():
 
 # ------------------------------------------------------------------ the Run page's Memory panel, from a real trace
 
+@pytest.mark.jvm
+@pytest.mark.model
+@pytest.mark.page
 def test_run_page_memory_panel_from_a_real_amm_trace(monkeypatch, tmp_path, two_episodes):
     from streamlit.testing.v1 import AppTest
 
@@ -371,6 +390,8 @@ def _reflecting_llm():
     return ScriptedBackend(reply)
 
 
+@pytest.mark.jvm
+@pytest.mark.model
 @pytest.mark.parametrize("background", [False, True])
 def test_reflection_runs_between_episodes_and_t4_can_retrieve_it(tmp_path, sw_env, two_episodes, background):
     store = tmp_path / "store"
@@ -412,6 +433,8 @@ def test_reflection_runs_between_episodes_and_t4_can_retrieve_it(tmp_path, sw_en
 CRITIC = "DIAGNOSIS: stuck at the sink.\nCOURSE_CORRECTION: go to the kitchen.\nACTIONS:\n1. teleport to kitchen\n"
 
 
+@pytest.mark.jvm
+@pytest.mark.model
 def test_full_gives_the_critic_memory_evidence(tmp_path, sw_env, two_episodes):
     from agent_core.amm import CRITIC_HEADER
 
@@ -441,6 +464,8 @@ def test_full_gives_the_critic_memory_evidence(tmp_path, sw_env, two_episodes):
                    for r in prec for x in r.retrievals)
 
 
+@pytest.mark.jvm
+@pytest.mark.model
 def test_llm_importance_is_an_option_and_says_so(tmp_path, sw_env):
     llm = ScriptedBackend(lambda p: "Rating: 9" if "rate the likely importance" in p else
                           PLAN if "Answer the five questions" in p else "look around")
@@ -454,6 +479,8 @@ def test_llm_importance_is_an_option_and_says_so(tmp_path, sw_env):
     assert any("rate the likely importance" in c for c in llm.calls)
 
 
+@pytest.mark.jvm
+@pytest.mark.model
 def test_warmup_cli_fills_resumes_and_exports(tmp_path, capsys):
     from agent_core import warmup
 

@@ -13,6 +13,8 @@ from memory_store import MemoryConfig, MemoryStream
 from memory_store.interview import answer_question, parse_citations, retrieve_for_question, top_candidates
 from views.ask import episode_memories, episode_stream, suggested_questions
 
+pytestmark = pytest.mark.xdist_group("test_ask")
+
 ROOT = Path(__file__).resolve().parents[1]
 FULL = ROOT / "assets" / "episodes" / "inclined-plane-friction-named-surfaces-v1038-full.jsonl"
 IDS = ["m000004", "m000009", "m000001"]
@@ -47,6 +49,7 @@ def episode(tmp_path_factory):
             os.environ["SWIFTSAGE_RUNS_DIR"] = old
 
 
+@pytest.mark.model
 def test_an_episode_becomes_a_memory_stream(episode):
     ep, stream, runs = episode
     items = episode_memories(ep.header, ep.steps)
@@ -73,6 +76,7 @@ def test_an_episode_becomes_a_memory_stream(episode):
     assert str(runs) in again.path
 
 
+@pytest.mark.model
 def test_retrieval_for_a_question_finds_the_step_and_leaves_memory_untouched(episode):
     ep, stream, _ = episode
     focus = next(r for r in ep.steps if r.action.startswith("focus on"))
@@ -88,6 +92,7 @@ def test_retrieval_for_a_question_finds_the_step_and_leaves_memory_untouched(epi
     assert f"Why did you {focus.action}?" in qs and len(qs) <= 4
 
 
+@pytest.mark.model
 def test_answer_cites_ids_and_failures_are_recorded(episode):
     _ep, stream, _ = episode
     result = retrieve_for_question(stream, "what did you do with the block?", k=3)
@@ -125,6 +130,8 @@ def _page(tmp_path, monkeypatch) -> AppTest:
     return at
 
 
+@pytest.mark.model
+@pytest.mark.page
 def test_page_answers_with_the_real_embedded_model_after_showing_the_memories(tmp_path, monkeypatch):
     at = _page(tmp_path, monkeypatch)
     at.run()
@@ -153,6 +160,8 @@ def test_page_answers_with_the_real_embedded_model_after_showing_the_memories(tm
     assert len(at.dataframe) == 2
 
 
+@pytest.mark.model
+@pytest.mark.page
 def test_page_unreachable_server_shows_the_memories_and_a_clear_error(tmp_path, monkeypatch):
     at = _page(tmp_path, monkeypatch)
     at.session_state["ask_backend"] = "openai"
@@ -166,6 +175,8 @@ def test_page_unreachable_server_shows_the_memories_and_a_clear_error(tmp_path, 
     assert at.session_state["ask_history"][0]["answer"]["error"]
 
 
+@pytest.mark.model
+@pytest.mark.page
 def test_page_refuses_a_link_outside_the_trace_folders(tmp_path, monkeypatch):
     at = _page(tmp_path, monkeypatch)
     outside = tmp_path / "elsewhere.jsonl"

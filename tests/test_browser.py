@@ -19,7 +19,7 @@ from tests.browser_util import (CHROMIUM, ROOT, chromium_page, click_button, ope
 ARTIFACTS = ROOT / "tests" / "artifacts"
 DOCS_IMG = ROOT / "docs" / "img" / "run_page.png"
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 
 @pytest.fixture(scope="module")
@@ -37,6 +37,9 @@ def _main_text(page) -> str:
     return page.get_by_test_id("stMain").inner_text()
 
 
+@pytest.mark.server
+@pytest.mark.jvm
+@pytest.mark.model
 def test_reset_and_step_in_chromium(chromium, tmp_path):
     runs = tmp_path / "runs"
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -87,6 +90,10 @@ def test_reset_and_step_in_chromium(chromium, tmp_path):
         shutil.copyfile(shot, DOCS_IMG)
 
 
+@pytest.mark.server
+@pytest.mark.jvm
+@pytest.mark.model
+@pytest.mark.xdist_group("small_evaluation")
 def test_compare_link_and_evaluate_page_in_chromium(chromium, small_evaluation, tmp_path):
     """A shared Compare link opens the same comparison in a new browser; the Evaluate page draws the real
     evaluation's tables and charts."""
@@ -128,6 +135,9 @@ def test_compare_link_and_evaluate_page_in_chromium(chromium, small_evaluation, 
             shutil.copyfile(ARTIFACTS / name, DOCS_IMG.parent / name)
 
 
+@pytest.mark.server
+@pytest.mark.jvm
+@pytest.mark.model
 def test_pause_stops_a_slow_sage_call_in_chromium(chromium, tmp_path):
     """Run to end against a server that takes 60 s per answer: Pause, pressed while Sage waits, stops the call
     within seconds; the step is recorded with the cancellation and the page says so."""
@@ -219,6 +229,8 @@ def _docs_shot(page, name: str) -> None:
         shutil.copy(ARTIFACTS / name, ROOT / "docs" / "img" / name)
 
 
+@pytest.mark.server
+@pytest.mark.model
 def test_first_visit_tour_keys_and_ask_the_agent_in_chromium(chromium, tmp_path):
     """As a new user: the app opens on the shipped example with the tour; the arrow keys and P step and play it;
     the tour's path reaches Sage; a dismissed tour stays dismissed in the next visit (a cookie); the Ask page

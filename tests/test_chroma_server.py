@@ -19,7 +19,7 @@ from memory_store import MemoryConfig, MemoryStream
 from tests.browser_util import free_port, wait_for_http
 
 ROOT = Path(__file__).resolve().parent.parent
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.server, pytest.mark.model]
 
 
 class ChromaServer:
@@ -60,6 +60,7 @@ def test_stream_on_a_chroma_server_is_shared(server):
     assert all(0 <= c.relevance <= 1 for c in res.candidates)
 
 
+@pytest.mark.jvm
 def test_amm_on_a_server_that_goes_away_mid_run(server, tmp_path):
     cfg = apply_overrides(preset("amm"), {"memory.server_url": server.url, "controller.sage_enabled": False,
                                           "env.step_limit": 14, "amm.reflection": "off"})

@@ -55,6 +55,7 @@ def _keys(at: AppTest, kind: str) -> set[str]:
     return {w.key for w in getattr(at, kind)}
 
 
+@pytest.mark.page
 def test_share_mode_locks_the_run_page_until_the_teacher_passcode(monkeypatch, tmp_path, listeners):
     operator, stranger = listeners
     _share_env(monkeypatch, tmp_path, operator.base_url)
@@ -89,6 +90,7 @@ def test_share_mode_locks_the_run_page_until_the_teacher_passcode(monkeypatch, t
     assert "Live run" not in at.radio(key="run_source").options and "run_reset" not in _keys(at, "button")
 
 
+@pytest.mark.page
 def test_locally_nothing_is_locked(monkeypatch, tmp_path):
     monkeypatch.setenv("SWIFTSAGE_RUNS_DIR", str(tmp_path / "runs"))
     monkeypatch.delenv("SWIFTSAGE_SHARE", raising=False)
@@ -125,6 +127,8 @@ def _store_outside(tmp_path: Path) -> Path:
     return store
 
 
+@pytest.mark.page
+@pytest.mark.model
 def test_memory_explorer_refuses_paths_outside_the_app(monkeypatch, tmp_path, listeners):
     _share_env(monkeypatch, tmp_path, listeners[0].base_url)
     outside_new = tmp_path / "outside" / "new-store"
@@ -157,6 +161,8 @@ def test_memory_explorer_refuses_paths_outside_the_app(monkeypatch, tmp_path, li
     assert at.button(key="mem_seed_new").disabled and not inside.exists()
 
 
+@pytest.mark.page
+@pytest.mark.model
 def test_ask_page_in_share_mode_uses_the_operators_model_and_folders(monkeypatch, tmp_path, listeners):
     operator, stranger = listeners
     _share_env(monkeypatch, tmp_path, operator.base_url)
@@ -213,6 +219,7 @@ def test_trace_tail_reads_only_what_was_added(tmp_path):
     assert [s.action for s in got.steps] == [s.action for s in full.steps] and got.summary == full.summary
 
 
+@pytest.mark.page
 def test_follow_view_grows_with_the_trace_and_scrubs_back(monkeypatch, tmp_path):
     runs = tmp_path / "runs"
     runs.mkdir()
@@ -240,6 +247,10 @@ def test_follow_view_grows_with_the_trace_and_scrubs_back(monkeypatch, tmp_path)
     assert [m.value for m in at.markdown if m.value.startswith("### Step")][0].startswith("### Step 5 ·")
 
 
+@pytest.mark.browser
+@pytest.mark.server
+@pytest.mark.jvm
+@pytest.mark.model
 @pytest.mark.slow
 def test_locked_class_in_chromium_teacher_unlocks_and_a_follower_sees_each_step(tmp_path, listeners):
     operator, stranger = listeners
@@ -292,6 +303,9 @@ def test_locked_class_in_chromium_teacher_unlocks_and_a_follower_sees_each_step(
     assert trace.read_text().count('"kind": "step"') == 3
 
 
+@pytest.mark.server
+@pytest.mark.jvm
+@pytest.mark.model
 @pytest.mark.slow
 def test_five_followers_watch_a_live_run(tmp_path):
     """The classroom load benchmark in small: a run written by the agent's CLI, five websocket followers. Their

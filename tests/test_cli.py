@@ -28,6 +28,8 @@ def test_unknown_preset_is_rejected_by_the_parser():
     assert r.returncode == 2 and "invalid choice: 'turbo'" in r.stderr
 
 
+@pytest.mark.jvm
+@pytest.mark.model
 @pytest.mark.slow
 def test_full_episode_with_the_embedded_default_models(tmp_path):
     """Swift (shipped checkpoint) + Sage on Qwen2.5-Coder-1.5B, a short task, from the CLI."""

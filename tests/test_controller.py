@@ -27,6 +27,8 @@ def _start(agent, task="boil"):
     agent.start(task, catalog().get(task).test[0], split="test")
 
 
+@pytest.mark.jvm
+@pytest.mark.model
 def test_invalid_trigger_sage_buffer_and_return_to_swift(tmp_path, sw_env):
     agent = _agent(tmp_path, ["fly to the moon", "look around", "look around"],
                    [PLAN, "1. teleport to kitchen\n2. `look at stove`\n"], sw_env)
@@ -49,6 +51,8 @@ def test_invalid_trigger_sage_buffer_and_return_to_swift(tmp_path, sw_env):
     assert ep.steps[0].trigger.evidence["swift_top1"] == "fly to the moon"
 
 
+@pytest.mark.jvm
+@pytest.mark.model
 def test_critical_trigger_on_focus(tmp_path, sw_env):
     agent = _agent(tmp_path, lambda s, v: next(a for a in v if a.startswith("focus on")),
                    [PLAN, "look around"], sw_env)
@@ -59,6 +63,8 @@ def test_critical_trigger_on_focus(tmp_path, sw_env):
     assert r.system == "sage" and r.action == "look around"
 
 
+@pytest.mark.jvm
+@pytest.mark.model
 def test_stuck_trigger_after_five_zero_rewards(tmp_path, sw_env):
     agent = _agent(tmp_path, ["look around"] * 7, [PLAN, "look around"], sw_env)
     _start(agent)
@@ -68,6 +74,8 @@ def test_stuck_trigger_after_five_zero_rewards(tmp_path, sw_env):
     assert "the last 5 steps sum to 0" in recs[5].trigger.rule
 
 
+@pytest.mark.jvm
+@pytest.mark.model
 def test_unexpected_trigger_on_failure_observation(tmp_path, sw_env):
     agent = _agent(tmp_path, ["teleport to kitchen", "use thermometer on kitchen", "look around"],
                    [PLAN, "look at stove"], sw_env)
@@ -80,6 +88,8 @@ def test_unexpected_trigger_on_failure_observation(tmp_path, sw_env):
     assert c.system == "sage" and c.action == "look at stove"
 
 
+@pytest.mark.jvm
+@pytest.mark.model
 def test_buffer_failures_return_to_swift_and_prose_is_mapped(tmp_path, sw_env):
     # free-form grounding (sage.grounding="free", the path for a large model writing its own commands)
     agent = _agent(tmp_path, ["fly away", "look around", "look around"],
@@ -97,6 +107,7 @@ def test_buffer_failures_return_to_swift_and_prose_is_mapped(tmp_path, sw_env):
     assert r2.mappings[0].method in ("normalized", "similarity")
 
 
+@pytest.mark.jvm
 def test_llm_failure_is_recorded_and_swift_acts(tmp_path, sw_env):
     err = LLMConnectionError("openai", "cannot reach the LLM server at http://127.0.0.1:9/v1")
     agent = _agent(tmp_path, ["fly to the moon", "look around"], [err], sw_env)
@@ -108,6 +119,7 @@ def test_llm_failure_is_recorded_and_swift_acts(tmp_path, sw_env):
     assert read_episode(agent.trace_path).steps[0].llm_calls[0].error
 
 
+@pytest.mark.jvm
 def test_episode_summary_and_step_limit(tmp_path, sw_env):
     cfg = preset("baseline")
     cfg.env.step_limit = 4
@@ -160,6 +172,8 @@ def _pick_first(prompt: str) -> str:
     return PLAN if "Answer the five questions" in prompt else "1"
 
 
+@pytest.mark.jvm
+@pytest.mark.model
 def test_swift_is_forced_after_two_sage_calls_in_a_row(tmp_path, sw_env):
     """controller.sage_streak_limit (SwiftSage's code): Swift's guess is never valid, so every step would call
     Sage; after 2 calls with no step of Swift's own between them, Swift acts once and the count starts again."""
@@ -177,6 +191,8 @@ def test_swift_is_forced_after_two_sage_calls_in_a_row(tmp_path, sw_env):
     assert read_episode(agent.trace_path).steps[2].trigger.name == "swift_forced"
 
 
+@pytest.mark.jvm
+@pytest.mark.model
 def test_without_the_streak_limit_sage_is_called_every_step(tmp_path, sw_env):
     agent = _agent(tmp_path, lambda s, v: "fly to the moon", _pick_first, sw_env)
     agent.cfg.sage.max_picks = 1
@@ -187,6 +203,8 @@ def test_without_the_streak_limit_sage_is_called_every_step(tmp_path, sw_env):
     assert not any(r.trigger.name == "swift_forced" for r in recs)
 
 
+@pytest.mark.jvm
+@pytest.mark.model
 def test_the_sage_streak_survives_a_fork(tmp_path, sw_env):
     """The count is rebuilt from the recorded steps: a fork after two Sage calls in a row lets Swift act first."""
     agent = _agent(tmp_path, lambda s, v: "fly to the moon", _pick_first, sw_env)
@@ -206,6 +224,8 @@ def test_the_sage_streak_survives_a_fork(tmp_path, sw_env):
     fork.close()
 
 
+@pytest.mark.jvm
+@pytest.mark.model
 def test_a_forced_swift_does_not_play_a_focus_it_is_unsure_of(tmp_path, sw_env):
     """A critical focus set aside by the streak rule is nobody's to review: Swift's best other action is taken."""
     def swift(state, valid):

@@ -19,6 +19,7 @@ from agent_core.sage import parse_actions
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.model
 def test_run_cli_reports_a_failed_start_cleanly(tmp_path):
     """`start()` failing (here: ScienceWorld's jar cannot be found) was an AttributeError traceback."""
     r = subprocess.run([sys.executable, "-m", "agent_core.run", "--task", "boil", "--variation", "21",
@@ -70,6 +71,7 @@ def test_a_call_waiting_for_another_sessions_call_does_not_time_out():
     assert out["long"].completion_tokens == 12
 
 
+@pytest.mark.model
 def test_one_loaded_model_whatever_the_thread_count():
     from agent_core.llm import embedded
 
@@ -81,6 +83,7 @@ def test_one_loaded_model_whatever_the_thread_count():
     assert b.chat("Say hi.", max_tokens=4).completion_tokens > 0 and a.chat("Say hi.", max_tokens=4).text
 
 
+@pytest.mark.model
 def test_open_stream_honours_a_different_config(tmp_path):
     from memory_store import MemoryConfig, open_stream
 
@@ -103,6 +106,7 @@ class _Crashing(LLMBackend):
         raise RuntimeError("llama_decode returned -3")
 
 
+@pytest.mark.jvm
 @pytest.mark.parametrize("name", ["baseline", "srm"])
 def test_a_runtime_error_in_the_backend_falls_back_instead_of_failing_the_step(name, tmp_path):
     cfg = apply_overrides(preset(name), {"env.step_limit": 7})

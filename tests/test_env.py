@@ -14,6 +14,8 @@ GOLD_TASKS = ["find-living-thing", "melt", "chemistry-mix-paint-secondary-color"
               "test-conductivity"]
 
 
+@pytest.mark.jvm
+@pytest.mark.fast
 def test_catalog_order_and_lookup(sw_env):
     cat = catalog()
     assert len(cat.tasks) == 30
@@ -59,6 +61,7 @@ def test_bad_task_error_lists_what_is_allowed():
     assert "grow-fruit" in str(e.value) and "grow-plant" in str(e.value) and "0: boil" in str(e.value)
 
 
+@pytest.mark.jvm
 @pytest.mark.parametrize("task", GOLD_TASKS)
 def test_gold_sequence_replays_to_100(sw_env, task):
     info = catalog().get(task)
@@ -76,6 +79,7 @@ def test_gold_sequence_replays_to_100(sw_env, task):
         sw_env.step("look around")
 
 
+@pytest.mark.jvm
 def test_observation_fields_and_valid_actions(sw_env):
     obs = sw_env.reset("boil", catalog().get("boil").test[0])
     assert "This room is called" in obs.look and obs.room == obs.look.split("called the ")[1].split(".")[0]
@@ -88,6 +92,7 @@ def test_observation_fields_and_valid_actions(sw_env):
     assert sw_env.valid_actions() is not valid
 
 
+@pytest.mark.jvm
 @pytest.mark.parametrize("action", ["asdkjhasd", "", "   ", "go to the moon please", "focus on", "x" * 2000,
                                     "pick up\n\tthermometer", "0", "😀 ☃", "open door to door to door"])
 def test_gibberish_is_not_valid_not_a_crash(sw_env, action):
@@ -101,6 +106,7 @@ def test_gibberish_is_not_valid_not_a_crash(sw_env, action):
     assert sw_env.step("look around").action_valid
 
 
+@pytest.mark.jvm
 def test_killed_jvm_is_restored_by_replay():
     env = ScienceWorld()
     try:

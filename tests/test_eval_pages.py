@@ -15,7 +15,7 @@ from agent_core.llm import ScriptedBackend
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 120
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.page, pytest.mark.xdist_group("small_evaluation")]
 
 
 @pytest.fixture(scope="module")
@@ -50,6 +50,8 @@ def _text(at) -> str:
                      [m.value for m in at.warning] + [m.value for m in at.error] + [m.value for m in at.success])
 
 
+@pytest.mark.jvm
+@pytest.mark.model
 def test_evaluate_page_shows_the_tables_and_charts_of_a_real_evaluation(evals, monkeypatch, tmp_path):
     res = json.loads((evals / "small" / "results.json").read_text())
     at = _app("4_Evaluate.py", monkeypatch, evals, tmp_path)
@@ -81,6 +83,8 @@ def test_evaluate_page_without_evaluations_says_how_to_make_one(monkeypatch, tmp
     assert "No evaluations yet" in _text(at) and "python -m agent_core.evaluate" in _text(at)
 
 
+@pytest.mark.jvm
+@pytest.mark.model
 def test_compare_page_from_a_link(evals, monkeypatch, tmp_path):
     a, b = _trace(evals, "baseline"), _trace(evals, "srm")
     at = _app("5_Compare.py", monkeypatch, evals, tmp_path, query={"a": str(a), "b": str(b)})
@@ -100,6 +104,8 @@ def test_compare_page_from_a_link(evals, monkeypatch, tmp_path):
     assert at.query_params["a"] == [str(a)] or at.query_params["a"] == str(a)
 
 
+@pytest.mark.jvm
+@pytest.mark.model
 def test_compare_page_refuses_a_link_outside_the_trace_folders(evals, monkeypatch, tmp_path):
     outside = tmp_path / "elsewhere" / "x.jsonl"
     outside.parent.mkdir()
@@ -109,6 +115,8 @@ def test_compare_page_refuses_a_link_outside_the_trace_folders(evals, monkeypatc
     assert str(outside) not in at.selectbox(key="cmp_a").options
 
 
+@pytest.mark.jvm
+@pytest.mark.model
 def test_run_page_opens_an_evaluation_trace_from_a_link_and_forks_it(evals, monkeypatch, tmp_path):
     parent = _trace(evals, "baseline")
     made = []

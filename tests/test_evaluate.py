@@ -104,6 +104,9 @@ def test_a_directory_of_another_evaluation_or_other_files_is_refused(tmp_path, m
 
 # ------------------------------------------------------------------ real episodes
 
+@pytest.mark.jvm
+@pytest.mark.model
+@pytest.mark.xdist_group("small_evaluation")
 @pytest.mark.slow
 def test_small_evaluation_results_and_report(first_eval):
     res = _results(first_eval)
@@ -127,6 +130,9 @@ def test_small_evaluation_results_and_report(first_eval):
     assert "## Task groups" in report and "## Mechanism activity" in report and "lifespan-longest-lived" in report
 
 
+@pytest.mark.jvm
+@pytest.mark.model
+@pytest.mark.xdist_group("small_evaluation")
 @pytest.mark.slow
 def test_rerun_gives_the_same_metrics_and_resumes_after_sigkill(first_eval, tmp_path):
     out = tmp_path / "killed"
@@ -167,6 +173,10 @@ def _unshare_ok() -> bool:
     return subprocess.run(["unshare", "-n", "sh", "-c", "ip link set lo up && true"], capture_output=True).returncode == 0
 
 
+@pytest.mark.jvm
+@pytest.mark.model
+@pytest.mark.server
+@pytest.mark.xdist_group("small_evaluation")
 @pytest.mark.slow
 def test_ray_local_cluster_gives_identical_results(first_eval, tmp_path):
     if not _unshare_ok():

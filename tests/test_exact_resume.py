@@ -333,3 +333,41 @@ def test_a_trace_records_the_code_and_config_and_a_strict_resume_refuses_a_chang
     again.resume(ep)
     assert again.resumed[-1]["exact"] is False and "config" in again.resumed[-1]["changes"][0]
     _ = TraceWriter  # the writer is what resume reopens
+
+
+def test_a_resume_keeps_the_menu_options_already_tried(tmp_path, sw_env, seed_store):
+    """The ambiguity menu: after a resume a repeated menu still gets an option not tried before (menu_tried was
+    lost, so the same option came back)."""
+    task = "chemistry-mix-paint-secondary-color"
+
+    def in_turn(state, valid):  # a function of the history: the least proposed 'mix paint in ...', then the shortest
+        done = [h.action for h in state.history]
+        want = "mix paint in" if done else "focus on paint in"
+        return min((a for a in valid if a.startswith(want)), key=lambda a: (done.count(a), len(a), a))
+
+    def agent(root):
+        cfg = apply_overrides(preset("srm"), {"srm.critic_enabled": False})
+        return Agent(cfg, ScriptedSwift(in_turn), _llm(False), env=sw_env, runs_dir=root)
+
+    ref = agent(tmp_path / "ref")
+    ref.start(task, catalog().get(task).test[0], split="test", run_id="run")
+    ref.run(max_steps=12)
+    answered = [r for r in ref.records if r.menu and r.menu.chosen >= 0]
+    assert answered, "no menu was answered: the scenario needs one"
+    k = answered[0].step
+    b = agent(tmp_path / "b")
+    b.start(task, catalog().get(task).test[0], split="test", run_id="run")
+    for _ in range(k):
+        b.step()
+    c = agent(tmp_path / "b")
+    c.resume(read_episode(tmp_path / "b" / "run.jsonl"))
+    assert c.state.menu_tried and c.state.menu_tried == ref.records[k - 1].after.menu_tried
+    c.run(max_steps=12 - k)
+    # (the game's names for the cups can change from one reset to the next, so the continuation is not compared
+    # action by action here; the kill-at-every-step tests do that on a task whose names are stable)
+    tried: dict[tuple, list[int]] = {}
+    for r in c.records:
+        if r.menu and r.menu.chosen >= 0:
+            key = tuple(sorted(r.menu.options))
+            assert r.menu.chosen not in tried.get(key, []) or len(tried[key]) >= len(r.menu.options)
+            tried.setdefault(key, []).append(r.menu.chosen)

@@ -64,6 +64,10 @@ def _check_fallback(at, runs: Path, error_part: str):
         agent.close()
 
 
+@pytest.mark.page
+@pytest.mark.server
+@pytest.mark.jvm
+@pytest.mark.model
 def test_server_killed_mid_call(monkeypatch, tmp_path):
     srv = LlamaServer()
     killed = threading.Event()
@@ -86,6 +90,9 @@ def test_server_killed_mid_call(monkeypatch, tmp_path):
     _check_fallback(at, tmp_path / "runs", "cannot reach the LLM server")
 
 
+@pytest.mark.page
+@pytest.mark.jvm
+@pytest.mark.model
 def test_slow_server_times_out_and_the_run_goes_on(monkeypatch, tmp_path):
     srv = BadServer()
     srv.mode, srv.delay = "slow", 30.0
@@ -99,6 +106,9 @@ def test_slow_server_times_out_and_the_run_goes_on(monkeypatch, tmp_path):
             assert r.timings.get("sage", 0.0) < srv.delay, r.timings
 
 
+@pytest.mark.page
+@pytest.mark.jvm
+@pytest.mark.model
 def test_garbage_answers_are_recorded_and_swift_acts(monkeypatch, tmp_path):
     srv = BadServer()
     srv.mode = "garbage"
@@ -120,6 +130,7 @@ def test_garbage_answers_are_recorded_and_swift_acts(monkeypatch, tmp_path):
         agent.close()
 
 
+@pytest.mark.model
 def test_a_call_in_flight_stops_when_cancelled():
     """What Pause does: the embedded model stops within a token or two, a server call is given up at once."""
     from agent_core.llm.embedded import EmbeddedBackend

@@ -14,6 +14,8 @@ from agent_core.env import catalog
 from agent_core.llm import ScriptedBackend
 from agent_core.trace import read_episode
 
+pytestmark = [pytest.mark.jvm, pytest.mark.model, pytest.mark.xdist_group("test_fork")]
+
 TASK = "boil"
 SWIFT_ONLY = {"controller.sage_enabled": False, "srm.critic_enabled": False, "env.step_limit": 9}
 

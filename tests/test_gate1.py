@@ -38,6 +38,7 @@ def test_one_normalisation_of_action_text():
     assert self_referential("use axe on axe") and not self_referential("use thermometer on water")
 
 
+@pytest.mark.jvm
 @pytest.mark.parametrize("proposed, reason, result", [
     ("teleport to hallway", "VALID", "teleport to hallway"),
     ("Action 3: teleport to hallway", "REPAIR_PREFIX", "teleport to hallway"),
@@ -57,6 +58,7 @@ def test_each_repair_kind_is_admitted_with_its_reason(kitchen, proposed, reason,
     assert d.result in valid and d.source == "sage" and d.detail
 
 
+@pytest.mark.jvm
 @pytest.mark.parametrize("proposed, reason", [
     ("look at bathtub", "NOT_IN_VALID_ACTIONS"),  # it is in the bathroom
     ("open freezer", "NO_OP_ALREADY_OPEN"),  # opened by the fixture
@@ -71,6 +73,7 @@ def test_drops_with_reasons(kitchen, proposed, reason):
     assert d.decision == "DROP" and d.result is None and d.reason == reason and reason in REASONS
 
 
+@pytest.mark.jvm
 def test_focus_limit_and_stagnation_avoid_and_critic_focus(kitchen):
     obs, valid = kitchen
     g = Gate1()
@@ -83,6 +86,7 @@ def test_focus_limit_and_stagnation_avoid_and_critic_focus(kitchen):
     assert g.check("focus on thermometer", "critic", _ctx(obs, valid)).reason == "CRITIC_NO_FOCUS"
 
 
+@pytest.mark.jvm
 def test_a_repair_never_changes_the_verb_or_the_focus_object(kitchen):
     obs, valid = kitchen
     g = Gate1()
@@ -95,6 +99,7 @@ def test_a_repair_never_changes_the_verb_or_the_focus_object(kitchen):
     assert g.check("use thermometer", "sage", _ctx(obs, valid)).result != "use thermometer on thermometer"
 
 
+@pytest.mark.jvm
 def test_names_with_capitals_on_the_unknown_substance_task(sw_env):
     """The room says 'unknown substance U', the valid actions say 'unknown substance': the same object."""
     task = "test-conductivity-of-unknown-substances"
@@ -110,6 +115,8 @@ def test_names_with_capitals_on_the_unknown_substance_task(sw_env):
     assert g.check("focus on unknown substance Q", "sage", _ctx(obs, valid, focus_limit=1)).decision == "DROP"
 
 
+@pytest.mark.jvm
+@pytest.mark.model
 def test_verb_changing_mappings_are_refused(sw_env, tmp_path):
     """The shipped examples had `pick up orange`-style actions mapped onto `eat orange` (similarity 0.76)."""
     from memory_store.embeddings import get_embedder
@@ -129,6 +136,7 @@ def test_verb_changing_mappings_are_refused(sw_env, tmp_path):
     assert ok.mapped == "pick up fire pit"
 
 
+@pytest.mark.jvm
 def test_ambiguity_menu_is_parsed_and_answered_deliberately(sw_env):
     task = "chemistry-mix-paint-secondary-color"
     sw_env.reset(task, catalog().get(task).test[0], split="test")
@@ -164,6 +172,7 @@ def test_no_shipped_trace_changes_a_command():
     assert not changes_command("Action 1: go to kitchen --> ok", "teleport to kitchen")
 
 
+@pytest.mark.jvm
 def test_a_generic_focus_name_offered_by_the_game_is_visible(sw_env):
     """'focus on object' is how the game offers some object in the room (the room text never says 'object')."""
     obs, valid = _state(sw_env, "find-non-living-thing", ["teleport to living room"])

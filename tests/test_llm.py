@@ -24,6 +24,9 @@ def llama_server():
     srv.stop()
 
 
+@pytest.mark.server
+@pytest.mark.model
+@pytest.mark.xdist_group("llama_server")
 def test_openai_backend_good_reply(llama_server):
     be = OpenAICompatBackend(llama_server.base_url, timeout=60, max_retries=0)
     assert be.resolve_model() == "smollm2"  # asked the server's /v1/models
@@ -36,6 +39,9 @@ def test_openai_backend_good_reply(llama_server):
     assert "5" not in r2.text and "6" not in r2.text
 
 
+@pytest.mark.server
+@pytest.mark.model
+@pytest.mark.xdist_group("llama_server")
 def test_openai_backend_timeout(llama_server):
     be = OpenAICompatBackend(llama_server.base_url, model="smollm2", timeout=0.2, max_retries=0)
     t0 = time.perf_counter()
@@ -70,6 +76,8 @@ def _client_connections(port: int) -> int:
     return n
 
 
+@pytest.mark.server
+@pytest.mark.model
 def test_server_killed_mid_run():
     srv = LlamaServer()
     try:
@@ -122,6 +130,7 @@ def test_malformed_and_http_errors(mode, exc, match):
         srv.stop()
 
 
+@pytest.mark.model
 def test_embedded_small_model_real_prompt():
     """A multi-token prompt: the build flags matter here (a native build dies with SIGILL)."""
     be = make_backend(LLMConfig(backend="embedded", embedded_model="smollm2-135m", n_ctx=2048, timeout_s=60))
@@ -132,6 +141,7 @@ def test_embedded_small_model_real_prompt():
         be.chat(PLAN_PROMPT, max_tokens=2000, timeout=0.05)
 
 
+@pytest.mark.model
 @pytest.mark.slow
 def test_embedded_default_model_plans():
     be = make_backend(LLMConfig())  # the shipped default: Qwen2.5-Coder-1.5B
@@ -206,21 +216,36 @@ def test_busy_cores_leaves_out_this_process():
 
     if busy_cores(0.1) is None:
         pytest.skip("no /proc/stat on this system")
-    stop = threading.Event()
 
-    def spin() -> None:
-        while not stop.is_set():
-            sum(i * i for i in range(1000))
+    def spinning_reading() -> float:
+        stop = threading.Event()
 
-    th = threading.Thread(target=spin)
-    th.start()
-    try:
-        _time.sleep(0.1)
-        busy = busy_cores(0.5)
-    finally:
-        stop.set()
-        th.join()
-    assert busy is not None and busy < 0.5, busy
+        def spin() -> None:
+            while not stop.is_set():
+                sum(i * i for i in range(1000))
+
+        th = threading.Thread(target=spin)
+        th.start()
+        try:
+            _time.sleep(0.1)
+            return busy_cores(0.5)
+        finally:
+            stop.set()
+            th.join()
+
+    # other programs (another pytest-xdist worker, a second test run) load the machine too: compare with the
+    # reading just before and after, and take the best of three tries; a spin counted as load adds a whole core
+    # to every try
+    tries = []
+    for _ in range(3):
+        before = busy_cores(0.5)
+        busy = spinning_reading()
+        after = busy_cores(0.5)
+        tries.append((before, busy, after))
+        if busy < max(before, after) + 0.5:
+            break
+    else:
+        pytest.fail(f"this process's own spinning counted as other programs' load: (before, during, after) {tries}")
 
 
 def _spin(stop) -> None:

@@ -9,6 +9,8 @@ from streamlit.testing.v1 import AppTest
 
 from memory_store import MemoryConfig, RetrievalResult, open_stream, seed_demo
 
+pytestmark = [pytest.mark.page, pytest.mark.model, pytest.mark.xdist_group("test_memory_page")]
+
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = str(ROOT / "pages" / "2_Memory.py")
 FIXTURE = ROOT / "tests" / "fixtures" / "memory_trace.jsonl"

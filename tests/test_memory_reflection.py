@@ -7,6 +7,8 @@ import pytest
 
 from memory_store import MemoryConfig, MemoryStream, ReflectionResult, maybe_reflect, should_reflect
 
+pytestmark = pytest.mark.model
+
 OBSERVATIONS = [
     "Opened the cupboard in the kitchen: it contains a metal pot.",
     "Filled the metal pot with water at the sink.",

@@ -16,6 +16,7 @@ from memory_store.scoring import rank, score_all
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.model
 def test_add_retrieve_breakdown_and_access_update(tmp_path):
     s = MemoryStream(MemoryConfig(), path=tmp_path / "mem")
     a = s.add("The stove in the kitchen is turned off.", now=1, importance=3, task="boil", episode=0)
@@ -63,6 +64,7 @@ def test_add_retrieve_breakdown_and_access_update(tmp_path):
     assert e.importance == 10 and f.importance == s.config.default_importance and f.importance_error
 
 
+@pytest.mark.model
 def test_demo_store_is_semantically_sensible(tmp_path):
     s = MemoryStream(MemoryConfig(), path=tmp_path / "demo")
     mems = seed_demo(s)

@@ -20,7 +20,7 @@ ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "ANONYM
        "PYTHONPATH": str(ROOT)}
 EPISODE = ["--task", "boil", "--variation", "21", "--split", "test", "--max-steps", "14",
            "--set", "controller.sage_enabled=false"]  # Swift alone: deterministic, no model server needed
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.jvm, pytest.mark.model, pytest.mark.xdist_group("test_resume")]
 
 
 def _run(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
@@ -94,6 +94,7 @@ def test_resume_refuses_a_finished_episode_and_a_diverging_record(reference, tmp
     assert r.returncode == 2 and "no trace at" in r.stderr
 
 
+@pytest.mark.page
 def test_run_page_lists_an_interrupted_trace_and_resumes_it(reference, tmp_path, monkeypatch):
     from streamlit.testing.v1 import AppTest
 

@@ -80,6 +80,9 @@ def _md(at: AppTest) -> str:
     return "\n".join(m.value for m in at.markdown)
 
 
+@pytest.mark.jvm
+@pytest.mark.model
+@pytest.mark.page
 def test_reset_step_run_n(monkeypatch, tmp_path, factory):
     at = _page(monkeypatch, tmp_path / "runs", factory)
     assert "press **Reset**" in at.info[0].value
@@ -127,6 +130,9 @@ def test_reset_step_run_n(monkeypatch, tmp_path, factory):
     assert len(factory.made) == 1  # one agent per session, reused across steps
 
 
+@pytest.mark.jvm
+@pytest.mark.model
+@pytest.mark.page
 def test_run_to_end_stops_at_done_and_pause(monkeypatch, tmp_path, factory, sw_env):
     try:
         at = _page(monkeypatch, tmp_path / "runs", factory)
@@ -143,6 +149,8 @@ def test_run_to_end_stops_at_done_and_pause(monkeypatch, tmp_path, factory, sw_e
         sw_env.cfg.step_limit = 100
 
 
+@pytest.mark.jvm
+@pytest.mark.page
 def test_step_without_reset_and_llm_error_are_shown(monkeypatch, tmp_path, sw_env, embedder):
     from agent_core.llm import LLMConnectionError
 
@@ -185,6 +193,7 @@ def _write_trace(path: Path, n: int, truncate: bool = False, corrupt: bool = Fal
     return path
 
 
+@pytest.mark.page
 def test_recorded_episode_scrubs(monkeypatch, tmp_path):
     runs = tmp_path / "runs"
     _write_trace(runs / "ep-good.jsonl", 4)
@@ -207,6 +216,7 @@ def test_recorded_episode_scrubs(monkeypatch, tmp_path):
     assert _metric(at, "Step (of 4)") == "3"
 
 
+@pytest.mark.page
 def test_live_settings_survive_a_trip_to_the_recorded_view(monkeypatch, tmp_path):
     monkeypatch.setenv("SWIFTSAGE_EXAMPLES_DIR", str(tmp_path / "no-examples"))
     at = _page(monkeypatch, tmp_path / "runs")
@@ -218,6 +228,7 @@ def test_live_settings_survive_a_trip_to_the_recorded_view(monkeypatch, tmp_path
     assert at.selectbox(key="run_task").value == "melt" and at.selectbox(key="run_preset").value == "full"
 
 
+@pytest.mark.page
 def test_corrupt_and_truncated_traces(monkeypatch, tmp_path):
     runs = tmp_path / "runs"
     bad = _write_trace(runs / "ep-bad.jsonl", 3, corrupt=True)
@@ -237,6 +248,7 @@ def test_corrupt_and_truncated_traces(monkeypatch, tmp_path):
     assert "observation number 2" in [t.value for t in at.text]
 
 
+@pytest.mark.page
 def test_product_path_with_unreachable_llm_server(monkeypatch, tmp_path):
     """No factory: the page loads the real Swift checkpoint and an OpenAI-compatible backend whose server
     does not exist; the step still happens and the connection error is shown on it."""
@@ -259,6 +271,7 @@ def test_product_path_with_unreachable_llm_server(monkeypatch, tmp_path):
         agent.close()
 
 
+@pytest.mark.page
 def test_shipped_example_episodes_are_complete_and_scrub(monkeypatch, tmp_path):
     """The examples a teacher demos without a model: 3+ tasks, complete, both systems, open and scrub."""
     from agent_core.trace import list_traces, read_episode
@@ -289,6 +302,8 @@ def test_shipped_example_episodes_are_complete_and_scrub(monkeypatch, tmp_path):
         assert any(c.proto.spec for c in at.get("plotly_chart"))
 
 
+@pytest.mark.jvm
+@pytest.mark.page
 def test_quick_demo_runs_swift_alone(monkeypatch, tmp_path, factory):
     """The sidebar's quick demo: Swift acts alone (controller.sage_enabled = false), so no step calls a model,
     and the episode header says Sage is not among the mechanisms that ran."""

@@ -27,6 +27,8 @@ def _hostile_llm(fail: bool = False):
     return ScriptedBackend(reply)
 
 
+@pytest.mark.jvm
+@pytest.mark.model
 @pytest.mark.parametrize("name, fail", [("baseline", False), ("baseline", True), ("full", False), ("full", True)])
 def test_instruction_like_text_never_reaches_the_jvm(name, fail, tmp_path, monkeypatch):
     cfg = apply_overrides(preset(name), {"env.step_limit": 12, "amm.reflection": "off",
@@ -64,6 +66,8 @@ def test_instruction_like_text_never_reaches_the_jvm(name, fail, tmp_path, monke
 SECRET = "sk-test-DO-NOT-LEAK-31415"
 
 
+@pytest.mark.jvm
+@pytest.mark.model
 def test_api_keys_never_reach_traces_or_logs(tmp_path):
     """A run and an evaluation against a real (if unhelpful) OpenAI-compatible server, with the key in the
     environment and on the command line: the server gets it, no file written and no line printed holds it."""
@@ -113,6 +117,7 @@ def _listening(port: int) -> set[str]:
     return found
 
 
+@pytest.mark.server
 @pytest.mark.slow
 @pytest.mark.parametrize("share", [False, True])
 def test_app_script_binds_loopback_unless_shared_and_runs_without_a_file_watcher(share, tmp_path):

@@ -77,6 +77,7 @@ def test_build_choices_puts_swift_first_offers_focus_only_under_review_and_group
     assert format_choices(["a b", "c d"]) == "1. a b\n2. c d"
 
 
+@pytest.mark.model
 def test_build_choices_ranks_the_rest_by_similarity_to_the_plan():
     from memory_store.embeddings import get_embedder
 
@@ -94,6 +95,8 @@ def _agent(tmp_path, swift, llm, sw_env, **settings):
     return Agent(cfg, ScriptedSwift(swift), llm, env=sw_env, runs_dir=tmp_path)
 
 
+@pytest.mark.jvm
+@pytest.mark.model
 def test_without_choose_turn_the_pick_is_one_new_prompt(tmp_path, sw_env):
     """sage.choose_turn = false: the pick is one prompt that repeats the context and the plan (prompts/choose.txt)."""
     llm = ScriptedBackend(lambda p: PLAN if "Answer the five questions" in p else "1")
@@ -106,6 +109,8 @@ def test_without_choose_turn_the_pick_is_one_new_prompt(tmp_path, sw_env):
     assert "Your plan:\nQ1: A pot and water." in ground.prompt and "Reply with its number only" in ground.prompt
 
 
+@pytest.mark.jvm
+@pytest.mark.model
 @pytest.mark.parametrize("reply", ["number", "command"])
 def test_agent_grounds_through_the_list_to_exact_valid_actions(tmp_path, sw_env, reply):
     """sage.choose_reply: "number" numbers the list and reads a number; "command" lists "- command" lines (the
@@ -137,6 +142,8 @@ def test_agent_grounds_through_the_list_to_exact_valid_actions(tmp_path, sw_env,
     assert any(n.startswith("Sage picked 'go to kitchen' (option ") for n in r.notes)
 
 
+@pytest.mark.jvm
+@pytest.mark.model
 def test_critical_review_offers_the_focus_targets(tmp_path, sw_env):
     seen: dict[str, str] = {}
 
@@ -159,6 +166,7 @@ def test_critical_review_offers_the_focus_targets(tmp_path, sw_env):
     assert r.action == listed[0]
 
 
+@pytest.mark.jvm
 def test_sure_focus_acts_and_unsure_focus_is_reviewed(tmp_path, sw_env):
     """controller.critical_review="unsure": a focus Swift is sure of (margin >= swift.focus_margin) acts."""
     from agent_core.swift.model import SwiftProposal
@@ -186,6 +194,8 @@ def test_sure_focus_acts_and_unsure_focus_is_reviewed(tmp_path, sw_env):
         assert r.system == ("sage" if reviewed else "swift")
 
 
+@pytest.mark.jvm
+@pytest.mark.model
 @pytest.mark.slow
 def test_real_embedded_sage_grounds_to_valid_actions(sw_env):
     """One real planning + numbered grounding call of the shipped default model (Qwen2.5-Coder-1.5B)."""
@@ -208,6 +218,7 @@ def test_real_embedded_sage_grounds_to_valid_actions(sw_env):
     assert all(c.cpu_threads >= 1 for c in res.llm_calls)  # llm.n_threads = 0 chose a thread count, recorded
 
 
+@pytest.mark.jvm
 @pytest.mark.parametrize("reply, expect", [("2", "pick"), ("none", "none"), ("0. none of them yet", "none"),
                                            ("I am unsure", "fallback")])
 def test_focus_review_chooses_among_the_targets_or_none(tmp_path, sw_env, reply, expect):

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from agent_core.trace import read_episode
 
 ROOT = Path(__file__).resolve().parent.parent
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.page, pytest.mark.jvm, pytest.mark.model]
 TASKS = [("boil", 21), ("find-living-thing", 225), ("melt", 22), ("lifespan-longest-lived", 94), ("freeze", 21)]
 
 

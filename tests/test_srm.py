@@ -62,6 +62,7 @@ def _first_report(records, cfg=SRMConfig()):
     return None, None
 
 
+@pytest.mark.jvm
 @pytest.mark.parametrize("actions, mode", [
     (["xyzzy", "plugh", "frotz", "blorb", "gnusto"], "SAME_OBS_3"),
     (["wait1", "look at sink", "look at picture", "look at sink", "inventory"], "REPEAT_ACTION_2_NO_EFFECT"),
@@ -87,6 +88,7 @@ def test_each_stagnation_mode_fires_on_a_real_prefix(tmp_path, sw_env, actions, 
     assert rep2 is None or not any(m.split("_")[:2] == mode.split("_")[:2] for m in rep2.modes)
 
 
+@pytest.mark.jvm
 def test_a_gold_path_raises_no_report(tmp_path, sw_env):
     task = "find-non-living-thing"
     sw_env.reset(task, catalog().get(task).test[0], split="test", generate_gold=True)
@@ -98,6 +100,8 @@ def test_a_gold_path_raises_no_report(tmp_path, sw_env):
 
 # ------------------------------------------------------------------ Baseline vs +SRM on a looping Swift
 
+@pytest.mark.jvm
+@pytest.mark.model
 def test_a_looping_swift_behaves_differently_under_srm(tmp_path, sw_env):
     loop = lambda s, v: "look at sink"  # noqa: E731 - Swift stuck on one action
     base = _agent(tmp_path, sw_env, loop, name="baseline")
@@ -129,6 +133,7 @@ def test_a_looping_swift_behaves_differently_under_srm(tmp_path, sw_env):
     assert ep.steps[0].gate1[0].decision == "ACCEPT"
 
 
+@pytest.mark.jvm
 def test_after_a_report_swift_avoids_the_repeated_action(tmp_path, sw_env):
     """No LLM: after a report, Gate-1 drops Swift's candidates on the list to avoid, and the next-ranked one runs."""
     class TwoChoices(ScriptedSwift):
@@ -147,6 +152,8 @@ def test_after_a_report_swift_avoids_the_repeated_action(tmp_path, sw_env):
 
 # ------------------------------------------------------------------ the Critic's bounds
 
+@pytest.mark.jvm
+@pytest.mark.model
 def test_critic_budget_cooldown_and_repeat_backoff(tmp_path, sw_env):
     agent = _agent(tmp_path, sw_env, lambda s, v: "look at sink", _llm(critic_reply="ACTIONS:\n1. look at sink\n"),
                    **{"srm.critic_budget": 2, "srm.critic_cooldown_steps": 1, "srm.gate1_avoid_steps": 0})
@@ -164,6 +171,8 @@ def test_critic_budget_cooldown_and_repeat_backoff(tmp_path, sw_env):
     assert [r.critic.budget_used for r in recs if r.critic and r.critic.status == "repeat_skipped"] == [1, 2]
 
 
+@pytest.mark.jvm
+@pytest.mark.model
 def test_critic_failure_is_recorded_and_the_run_goes_on(tmp_path, sw_env):
     err = LLMConnectionError("openai", "cannot reach the LLM server at http://127.0.0.1:9/v1")
     agent = _agent(tmp_path, sw_env, lambda s, v: "look at sink", _llm(critic_reply=err))
@@ -175,6 +184,7 @@ def test_critic_failure_is_recorded_and_the_run_goes_on(tmp_path, sw_env):
     assert len(recs) == 8 and failed.action  # the step still acted
 
 
+@pytest.mark.jvm
 def test_a_report_waits_for_the_buffer_then_expires(tmp_path, sw_env):
     # Sage's 4-action buffer is still running when the report of step 8 comes: the Critic waits
     # (srm.critic_wait_for_empty_buffer) and the report expires after srm.critic_report_ttl_steps = 2 steps
@@ -217,6 +227,8 @@ def fresh_env():
     env.close()
 
 
+@pytest.mark.jvm
+@pytest.mark.model
 def test_ambiguity_menu_under_baseline_and_srm(tmp_path, fresh_env):
     task = "chemistry-mix-paint-secondary-color"
     sw_env = fresh_env
@@ -266,6 +278,8 @@ def test_ambiguity_menu_under_baseline_and_srm(tmp_path, fresh_env):
 
 # ------------------------------------------------------------------ Sage learns why it was called
 
+@pytest.mark.jvm
+@pytest.mark.model
 def test_sage_prompt_says_which_rule_fired_and_what_swift_proposed(tmp_path, sw_env):
     llm = _llm()
     agent = _agent(tmp_path, sw_env, lambda s, v: next(a for a in v if a.startswith("focus on")), llm,
@@ -278,6 +292,7 @@ def test_sage_prompt_says_which_rule_fired_and_what_swift_proposed(tmp_path, sw_
         in plan_prompt
 
 
+@pytest.mark.jvm
 def test_invalid_trigger_compares_without_case(sw_env, tmp_path):
     agent = _agent(tmp_path, sw_env, ["look around"], name="baseline")
     agent.cfg.controller.invalid_rule = "top1"
@@ -287,6 +302,8 @@ def test_invalid_trigger_compares_without_case(sw_env, tmp_path):
     assert "invalid" not in names and "critical" in names
 
 
+@pytest.mark.jvm
+@pytest.mark.model
 @pytest.mark.slow
 def test_one_real_critic_call_through_the_embedded_model(tmp_path, sw_env):
     from agent_core.config import LLMConfig
@@ -307,6 +324,8 @@ def test_one_real_critic_call_through_the_embedded_model(tmp_path, sw_env):
     assert isinstance(answer.actions, list)  # a 135M model's answer may be messy: parsed, problems recorded
 
 
+@pytest.mark.jvm
+@pytest.mark.model
 @pytest.mark.slow
 def test_real_swift_on_the_unknown_substance_task_is_not_invalid_by_case(tmp_path, sw_env):
     """The real Swift (uncased tokenizer) on a task whose object is named with a capital ('unknown substance U'):
@@ -339,6 +358,7 @@ def test_the_detector_rarely_fires_on_expert_play():
     assert n_reports / n_steps < 0.003 and sum(tasks.values()) / n_traj < 0.07, (n_reports, modes)
 
 
+@pytest.mark.jvm
 def test_gate1_drops_do_not_call_sage_a_third_time_in_a_row(tmp_path, sw_env):
     """controller.sage_streak_limit also holds where Gate-1's two drops would hand the step to Sage: after two
     Sage calls in a row the buffer's drops and Swift's invalid guess are set aside together, and Swift acts."""

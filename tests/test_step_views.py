@@ -120,6 +120,7 @@ def srm_trace(tmp_path) -> Path:
     return _write(tmp_path / "runs" / "ep-srm.jsonl", _header("ep-srm", SRM, "srm"), _srm_steps())
 
 
+@pytest.mark.page
 def test_gate1_panel_accept_repair_drop(monkeypatch, tmp_path, srm_trace):
     at = _goto(_open(monkeypatch, tmp_path, srm_trace), 1)
     md = _md(at)
@@ -136,6 +137,7 @@ def test_gate1_panel_accept_repair_drop(monkeypatch, tmp_path, srm_trace):
     assert "Self-reflection: " not in _captions(at)  # every SRM mechanism ran: no "not running" line
 
 
+@pytest.mark.page
 def test_menu_card(monkeypatch, tmp_path, srm_trace):
     at = _goto(_open(monkeypatch, tmp_path, srm_trace), 3)
     md = _md(at)
@@ -146,6 +148,7 @@ def test_menu_card(monkeypatch, tmp_path, srm_trace):
         in _captions(at)
 
 
+@pytest.mark.page
 def test_stagnation_and_critic_cards(monkeypatch, tmp_path, srm_trace):
     at = _goto(_open(monkeypatch, tmp_path, srm_trace), 4)
     md, caps = _md(at), _captions(at)
@@ -171,6 +174,7 @@ def test_stagnation_and_critic_cards(monkeypatch, tmp_path, srm_trace):
     assert "◆ stagnation" in labels[0] and "● Critic called" in labels[0] and "✗ Gate-1 dropped 1" in labels[0]
 
 
+@pytest.mark.page
 def test_critic_step_and_budget_so_far(monkeypatch, tmp_path, srm_trace):
     at = _goto(_open(monkeypatch, tmp_path, srm_trace), 5)
     md = _md(at)
@@ -180,6 +184,7 @@ def test_critic_step_and_budget_so_far(monkeypatch, tmp_path, srm_trace):
     assert "The stagnation detector saw no sign of going round in circles after this step." in _captions(at)
 
 
+@pytest.mark.page
 def test_timeline_lanes_and_hover(monkeypatch, tmp_path, srm_trace):
     at = _goto(_open(monkeypatch, tmp_path, srm_trace), 5)
     spec = _timeline(at)
@@ -196,6 +201,7 @@ def test_timeline_lanes_and_hover(monkeypatch, tmp_path, srm_trace):
     assert all(t.get("mode") != "text" for t in spec["data"])  # no overlapping text labels
 
 
+@pytest.mark.page
 @pytest.mark.parametrize("mechanisms", [["swift", "sage"], []], ids=["baseline", "old-trace"])
 def test_baseline_trace_shows_no_srm_panels(monkeypatch, tmp_path, mechanisms):
     steps = [_step(1, "look around"), _step(2, "open door to kitchen", system="sage",
@@ -238,6 +244,8 @@ def test_timeline_figure_puts_each_kind_in_its_own_lane():
     assert [t.type for t in fig.data] == ["bar"] and list(fig.layout.yaxis.ticktext) == ["acted", "switch"]
 
 
+@pytest.mark.jvm
+@pytest.mark.page
 def test_a_real_srm_episode_renders_its_panels(monkeypatch, tmp_path, sw_env):
     """A trace recorded by the real agent (srm preset) in the real ScienceWorld: a looping Swift, a stagnation
     report, a Critic call (scripted LLM) whose actions pass Gate-1 and run from the buffer."""
@@ -322,6 +330,7 @@ def test_the_sage_streak_rule_is_listed_only_where_the_run_had_it():
                                 "Swift acted once.")
 
 
+@pytest.mark.page
 def test_every_decision_kind_is_typed_round_trips_and_is_shown(monkeypatch, tmp_path):
     """Each kind in agent_core.decisions survives the trace file, gives the step's notes, and the Run page lists it."""
     from agent_core.decisions import KINDS, Note

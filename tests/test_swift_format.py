@@ -1,4 +1,6 @@
 """Golden test of Swift's input string (docs/AGENT.md §2)."""
+import pytest
+
 from agent_core.swift.data import trajectory_pairs
 from agent_core.swift.format import HistoryStep, SwiftState, swift_input
 
@@ -55,6 +57,7 @@ def test_pairs_from_a_trajectory_drop_look_around_and_close_door_and_skip_noops(
     assert "look around" not in pairs[1][0] and "open door" not in pairs[1][0] and "Time: 2;" in pairs[1][0]
 
 
+@pytest.mark.jvm
 def test_one_history_builder_for_training_and_the_agent(sw_env, tmp_path):
     """No-op steps (look around, opening what is already open) never enter Swift's history or Time: the
     trainer's pairs and the agent's inputs come from the same SwiftState.observe."""

@@ -11,6 +11,8 @@ from agent_core.swift.data import build_pairs, load_trajectories, trajectory_pai
 from agent_core.swift.format import SwiftState, swift_input
 from agent_core.swift.model import DEFAULT_DIR, SwiftModel, build_t5, train_tokenizer
 
+pytestmark = pytest.mark.xdist_group("test_swift_model")
+
 
 def test_gold_data_is_train_and_dev_only():
     train = load_trajectories("train")
@@ -20,6 +22,7 @@ def test_gold_data_is_train_and_dev_only():
     assert all(t["final_score"] == 100 for t in train[:50])
 
 
+@pytest.mark.model
 def test_a_few_training_steps_lower_the_loss(tmp_path):
     import torch
 
@@ -62,6 +65,8 @@ def shipped():
     return SwiftModel(DEFAULT_DIR, threads=1)
 
 
+@pytest.mark.jvm
+@pytest.mark.model
 def test_shipped_checkpoint_ranks_candidates_and_valid_actions(shipped, sw_env):
     assert (Path(DEFAULT_DIR) / "training_summary.json").exists()
     info = catalog().get("find-living-thing")
@@ -84,6 +89,7 @@ def test_shipped_checkpoint_ranks_candidates_and_valid_actions(shipped, sw_env):
     assert shipped.rank_valid("", valid, 5, enc=enc) == prop.valid_ranked
 
 
+@pytest.mark.model
 def test_rank_valid_with_one_or_no_valid_action(shipped):
     text = "Task: Your task is to find a living thing.; Time: 0; Score: 0; Action history: []; Current room: " \
            "This room is called the kitchen.; Inventory: nothing; Visited rooms: {kitchen}"
@@ -92,6 +98,8 @@ def test_rank_valid_with_one_or_no_valid_action(shipped):
     assert [a for a, _ in only] == ["look around"]
 
 
+@pytest.mark.jvm
+@pytest.mark.model
 def test_full_sequence_scores_match_the_beam_and_rank_every_focus_target(shipped, sw_env):
     """score_actions is the beam's own scoring done for any list at once; focus_scores turns the scores of
     every valid focus (rooms left out) into probabilities among the targets."""
@@ -143,6 +151,8 @@ def test_a_focus_proposal_carries_its_margin_and_an_unsure_one_is_set_aside_when
     assert in_agent.action == "focus on cup"  # with Sage on, the critical trigger reviews it instead
 
 
+@pytest.mark.jvm
+@pytest.mark.model
 def test_int8_quantized_swift_decodes_valid_actions(sw_env):
     import torch
 
@@ -158,6 +168,8 @@ def test_int8_quantized_swift_decodes_valid_actions(sw_env):
         SwiftModel(DEFAULT_DIR, threads=1, quantize="int4")
 
 
+@pytest.mark.jvm
+@pytest.mark.model
 def test_the_fast_decoding_paths_choose_what_the_plain_ones_do(shipped, sw_env):
     """Two speed-ups of a Swift step (docs/BENCHMARKS.md): the cross-attention cache shared by every beam, and
     the unconstrained search batched with the valid ranking. Neither may change what Swift chooses."""
@@ -193,6 +205,7 @@ def test_pairs_have_the_spec_format():
     assert not any(p["target"].startswith(("look around", "close door")) for p in pairs)
 
 
+@pytest.mark.model
 def test_training_script_exports_resumes_and_inits_from_an_export(tmp_path):
     """The one-command trainer end to end on a tiny model: export + card, resume, and --init-from."""
     import json
@@ -239,6 +252,7 @@ def test_reduced_minilm_vocabulary_tokenizes_the_corpus_like_the_full_one(tmp_pa
     assert "[UNK]" not in tok.tokenize(texts[-1])
 
 
+@pytest.mark.model
 def test_minilm_variant_trains_exports_and_decodes(tmp_path):
     """--arch minilm: pretrained encoder + small decoder; export in float16, load, rank valid actions."""
     import json

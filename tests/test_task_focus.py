@@ -157,6 +157,8 @@ def test_narration_says_why_a_focus_was_not_an_option():
     assert "does not name" not in text
 
 
+@pytest.mark.jvm
+@pytest.mark.page
 @pytest.mark.parametrize("check", [True, False])
 def test_the_agent_passes_the_task_and_records_what_was_not_an_option(tmp_path, sw_env, check, monkeypatch):
     """The real controller and ScienceWorld (boil tin, test variation 22): the task reaches Swift's state, and the
@@ -194,6 +196,9 @@ def test_the_agent_passes_the_task_and_records_what_was_not_an_option(tmp_path, 
         assert "task_focus" not in header.mechanisms
 
 
+@pytest.mark.jvm
+@pytest.mark.model
+@pytest.mark.page
 @pytest.mark.parametrize("check", [True, False])
 def test_sage_is_not_offered_an_unnamed_focus_and_cannot_play_one(tmp_path, sw_env, check, monkeypatch):
     """The real controller and ScienceWorld (boil tin, test variation 22), Baseline: Swift's action is invalid, so

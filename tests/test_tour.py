@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from views import tour
+
+pytestmark = pytest.mark.page
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = str(ROOT / "pages" / "0_Run.py")
@@ -25,6 +28,7 @@ def _fresh(monkeypatch, tmp_path) -> AppTest:
     return at
 
 
+@pytest.mark.fast
 def test_first_visit_opens_the_example_and_the_tour_follows_the_student(monkeypatch, tmp_path):
     at = _fresh(monkeypatch, tmp_path)
     assert at.radio(key="run_source").value == "Recorded episode"

@@ -18,7 +18,7 @@ from agent_core.trace import read_episode
 from tests.browser_util import free_port, wait_for_http
 
 ROOT = Path(__file__).resolve().parent.parent
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.server, pytest.mark.model, pytest.mark.xdist_group("test_vllm")]
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +42,7 @@ def vllm_server(tmp_path_factory):
             proc.wait()
 
 
+@pytest.mark.jvm
 def test_an_srm_episode_with_sage_and_the_critic_on_vllm(vllm_server, tmp_path):
     runs = tmp_path / "runs"
     r = subprocess.run([sys.executable, "-m", "agent_core.run", "--task", "boil", "--variation", "21", "--split",

@@ -104,13 +104,25 @@ def provenance_warning(a: Episode, b: Episode) -> str | None:
     differs, or when their settings differ in more than the preset's own fields."""
     from agent_core.provenance import describe_code
 
+    from agent_core.provenance import shipped_labels
+
     out = []
     ca, cb = a.header.code or {}, b.header.code or {}
-    if not ca or not cb:
-        out.append("the code revision is not recorded for " + (" and ".join(x for x, c in (("A", ca), ("B", cb))
-                                                                          if not c)) + " (an older trace)")
-    elif (ca.get("commit"), ca.get("diff", "")) != (cb.get("commit"), cb.get("diff", "")):
-        out.append(f"they were recorded by different code (A {describe_code(ca)}, B {describe_code(cb)})")
+    labels = shipped_labels()
+
+    def identity(ep: Episode, code: dict) -> tuple:
+        if code:
+            return code.get("commit"), code.get("diff", "")
+        label = labels.get(ep.header.run_id)
+        return ("shipped", label["committed_in"]) if label else None
+
+    ia, ib = identity(a, ca), identity(b, cb)
+    if ia is None or ib is None:
+        out.append("the code revision is not recorded for " + " and ".join(x for x, i in (("A", ia), ("B", ib))
+                                                                         if i is None) + " (an older trace)")
+    elif ia != ib:
+        out.append(f"they were recorded by different code (A {describe_code(ca, a.header.run_id)}, "
+                   f"B {describe_code(cb, b.header.run_id)})")
     extra = settings_differences(a.header.config, b.header.config)
     if extra:
         out.append("their settings differ beyond the preset: " + ", ".join(extra[:6]) +

@@ -199,8 +199,9 @@ def sage_task_focus_sentence(rec: StepRecord) -> str | None:
 
 
 # the decisions a student should hear about, most telling first (agent_core.decisions); the rest stay in the panels
+# (a refused unnamed focus, T1's retry and a failed Sage call have sentences of their own below)
 TOLD = ("safeguard", "unsure_focus_replaced", "deferred_focus", "focus_review", "swift_forced", "loop_guard",
-        "buffer_fail_limit", "nothing_admissible", "sage_fallback", "unnamed_focus_refused", "t1_retry")
+        "buffer_fail_limit", "nothing_admissible")
 
 
 def decision_sentence(rec: StepRecord) -> str | None:

@@ -162,7 +162,7 @@ def render_header(header: EpisodeHeader, records: list[StepRecord], t: int, *, t
                      "the Critic (self-reflection's LLM, through the buffer).")
     c4.caption(f"preset **{header.config.get('preset', '?')}** · Swift: `{models.get('swift', '?')}` · "
                f"Sage: `{models.get('sage', '?')}` · run `{header.run_id}` · running: "
-               f"{', '.join(episode_mechanisms(header))} · code {describe_code(header.code)}"
+               f"{', '.join(episode_mechanisms(header))} · code {describe_code(header.code, header.run_id)}"
                + (f" · config `{header.config_hash}`" if header.config_hash else ""))
     if next_hint:
         c4.caption(next_hint)

@@ -14,7 +14,6 @@ import dataclasses
 import json
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -25,52 +24,17 @@ from ..actions import action_key
 from ..config import Config
 from ..swift.format import clean, fmt_num, fmt_reward
 from ..trace import MemoryRetrieval, MemoryWrite, StepRecord
+from .rewind import rewind_store
 from .salience import StepFacts, content_key, importance, record_extra, record_text, salience
+from .stats import EpisodeMemoryStats
 from .store import StoreUnavailable, open_agent_store, open_server_store, prepare_store
 
+__all__ = ["CRITIC_HEADER", "SAGE_HEADER", "WORKED", "EpisodeMemoryStats", "EpisodicMemory"]
+
 WORKED = ("success", "near-miss")
-TOUCHING = ("T1", "T2", "T3", "T4")  # retrievals that move their top memories' last access (critic evidence reuses one)
 SAGE_HEADER = ("Memories from earlier episodes (hints only, they may be wrong: the current observation, inventory "
                "and valid actions come first; never focus on an object only because a memory names it):")
 CRITIC_HEADER = "Evidence from memory (hints only; the current observation and the constraints come first):"
-
-
-@dataclass
-class EpisodeMemoryStats:
-    """What the summary and the Evaluate page count per episode, counted from the step records."""
-
-    writes: dict[str, int] = field(default_factory=dict)  # by tag
-    triggers: dict[str, int] = field(default_factory=dict)  # T1..T4, critic
-    injections: dict[str, int] = field(default_factory=dict)  # swift / sage / critic
-    errors: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"writes": dict(self.writes), "triggers": dict(self.triggers), "injections": dict(self.injections),
-                "errors": self.errors}
-
-    @classmethod
-    def from_records(cls, steps: Sequence[StepRecord], at_start: dict[str, Any] | None = None) -> "EpisodeMemoryStats":
-        """The same counts whether the episode ran at once or was resumed: they come from the trace."""
-        out = cls(errors=1 if (at_start or {}).get("error") else 0)
-        for rec in steps:
-            if rec.replayed:  # a fork's copies of its parent's steps: the parent counted them
-                continue
-            for w in rec.memories_written:
-                if w.error:
-                    out.errors += 1
-                elif w.id and not w.duplicate_of:
-                    _bump(out.writes, w.tag)
-            for r in rec.retrievals:
-                _bump(out.triggers, r.trigger)
-                if r.error and r.error.startswith("retrieval failed"):
-                    out.errors += 1
-                if r.injected_into:
-                    _bump(out.injections, r.injected_into)
-        return out
-
-
-def _bump(d: dict[str, int], key: str) -> None:
-    d[key] = d.get(key, 0) + 1
 
 
 class EpisodicMemory:
@@ -142,30 +106,8 @@ class EpisodicMemory:
 
     def rewind(self, steps: Sequence[StepRecord]) -> dict[str, Any]:
         """Bring the store back to where this run left it after its last recorded step (`start_episode` first,
-        with the header's clock): memories this run wrote that no kept step records are removed (a half-finished
-        step, a reflection after a stop), and the access times of the kept steps' retrievals are made good (they
-        reach the disk after their record, so a kill in between loses them)."""
-        if self.stream is None:
-            return {}
-        stream = self.stream
-        stream.discard_unflushed()  # in this process, a failed step's held access times may still be pending
-        kept = {w.id for rec in steps for w in rec.memories_written if w.id}
-        extra = sorted((m for m in stream.memories() if m.episode == self.run_id and m.id not in kept),
-                       key=lambda m: m.seq, reverse=True)
-        removed = stream.delete([m.id for m in extra])
-        touch: dict[str, float] = {}
-        for rec in steps:
-            for r in rec.retrievals:
-                if r.trigger in TOUCHING and r.result is not None and not r.error:
-                    for i in r.result.top_ids:
-                        touch[i] = max(touch.get(i, 0.0), float(r.result.now))
-        fix = {}
-        for i, t in touch.items():
-            m = stream.get(i)
-            if m is not None and m.last_access < t:
-                fix[i] = t
-        stream.set_access(fix)
-        return {"removed": removed, "access_restored": len(fix)}
+        with the header's clock): see agent_core.amm.rewind."""
+        return rewind_store(self.stream, self.run_id, steps) if self.stream is not None else {}
 
     def now(self, step: int) -> float:
         return self.clock_start + step

@@ -114,7 +114,7 @@ class ScriptedSwift:
 
 
 def load_swift(cfg: Config) -> SwiftPolicy:
-    from .swift.model import SwiftModel, default_threads
+    from ..swift.model import SwiftModel, default_threads
 
     sc = cfg.swift
     model = SwiftModel(ROOT / sc.checkpoint_dir / "model", threads=default_threads(),

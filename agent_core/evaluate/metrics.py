@@ -53,7 +53,7 @@ def episode_metrics(ep: Episode) -> dict[str, Any]:
         "trace": str(ep.path),
         "writes": dict(writes), "triggers": dict(triggers), "injections": dict(inject),
         "stagnation_modes": dict(modes), "critic": dict(critic), "gate1_drops": dict(drops),
-        "decisions": dict(decisions), "code": dict(h.code), "config_hash": h.config_hash,
+        "decisions": dict(decisions), "code": dict(h.code), "config_hash": h.config_hash, "run_id": h.run_id,
         "gate1_repairs": dict(repairs), "systems": dict(systems), "llm_calls": dict(calls),
         "llm_errors": llm_errors,
         "seconds": round(sum(r.timings.get("total", 0.0) for r in steps), 3),

@@ -72,7 +72,7 @@ def provenance(rows: list[dict[str, Any]], order: list[str]) -> dict[str, Any]:
 
     from ..provenance import code_revision, describe_code
 
-    codes = Counter(describe_code(r.get("code") or {}) for r in rows)
+    codes = Counter(describe_code(r.get("code") or {}, r.get("run_id", "")) for r in rows)
     hashes = {p: sorted({r.get("config_hash") or "not recorded" for r in rows if r["preset"] == p}) for p in order}
     return {"code": dict(codes), "config_hash": hashes, "report_written_by": code_revision()}
 
