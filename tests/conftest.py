@@ -23,6 +23,24 @@ def pytest_configure(config):
     marks.register(config)  # a test that starts a JVM, a model, a page, a browser or a server must say so
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    """`pytest -n 2 --dist loadgroup` (docs/TESTING.md) sends the tests of one `xdist_group` to one worker by
+    reading a "@group" suffix of their node ids. pytest-xdist 3.8.0 adds it by setting `item._nodeid`, which
+    pytest 9.2 no longer reads (the id lives in `item._id`), so the groups were silently split; add it here."""
+    if not (hasattr(config, "workerinput") and config.getvalue("loadgroup")):
+        return
+    import dataclasses
+
+    for item in items:
+        names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                        for m in item.iter_markers("xdist_group")})
+        if names and "@" not in item.nodeid.rpartition("]")[2]:
+            grouped = dataclasses.replace(item._id)
+            object.__setattr__(grouped, "_str_cache", f"{item._id}@{'_'.join(names)}")
+            item._id = grouped
+
+
 @pytest.fixture(scope="session")
 def sw_env():
     from agent_core.env import ScienceWorld

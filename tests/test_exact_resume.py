@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.jvm, pytest.mark.model, pytest.mark.slow]
 
 PLAN = "Q1: a pot.\nQ2: the pot.\nQ3: boil water.\nQ4: find the pot.\nQ5: no."
 CRITIC = "DIAGNOSIS: stuck.\nCOURSE_CORRECTION: go to the kitchen.\nACTIONS:\n1. teleport to kitchen\n2. look at stove\n"
-N = 24
+N = 20  # long enough for every mechanism above to fire; each k costs a replay of k steps and N-k new ones
 
 
 def _llm(free: bool) -> ScriptedBackend:

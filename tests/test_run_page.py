@@ -248,6 +248,8 @@ def test_corrupt_and_truncated_traces(monkeypatch, tmp_path):
     assert "observation number 2" in [t.value for t in at.text]
 
 
+@pytest.mark.jvm
+@pytest.mark.model
 @pytest.mark.page
 def test_product_path_with_unreachable_llm_server(monkeypatch, tmp_path):
     """No factory: the page loads the real Swift checkpoint and an OpenAI-compatible backend whose server

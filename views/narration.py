@@ -218,8 +218,8 @@ def narrate(rec: StepRecord, header: EpisodeHeader | None = None) -> list[str]:
     score. The panels below hold the rest."""
     out = [actor_sentence(rec, header)]
     extra = srm_sentence(rec) if (rec.critic is not None and rec.critic.status in ("called", "failed")) else None
-    extra = extra or decision_sentence(rec) or gate1_sentence(rec) or srm_sentence(rec) or \
-        task_focus_sentence(rec) or sage_task_focus_sentence(rec) or memory_sentence(rec)
+    extra = extra or gate1_sentence(rec) or srm_sentence(rec) or task_focus_sentence(rec) or \
+        sage_task_focus_sentence(rec) or decision_sentence(rec) or memory_sentence(rec)
     if extra:
         out.append(extra)
     out.append(score_sentence(rec))
