@@ -1,4 +1,4 @@
-"""Every number of SPEC.md as a named, documented config field, plus the named presets.
+"""Every number the agent honours (docs/AGENT.md) as a named, documented config field, plus the named presets.
 
 A `Config` is loaded from defaults, optionally a JSON/TOML file, then dotted overrides
 (`critic.budget=6`). Unknown keys are errors: a typo must never silently fall back to a default.

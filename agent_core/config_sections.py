@@ -1,4 +1,4 @@
-"""The config's sections, one dataclass per part of the agent (SPEC.md's numbers as named, documented fields).
+"""The config's sections, one dataclass per part of the agent (docs/AGENT.md's numbers as named, documented fields).
 
 `agent_core.config` puts them together into `Config`, with the presets and loading; import them from there.
 """
@@ -14,7 +14,7 @@ DEFAULT_SIMPLIFICATIONS: tuple[str, ...] = (
     "selfWateringFlowerPots",
     "noElectricalAction",
 )
-# These four tasks refuse `noElectricalAction` and run without it (SPEC.md section 1).
+# These four tasks refuse `noElectricalAction` and run without it (docs/AGENT.md §1).
 ELECTRICAL_TASKS: tuple[str, ...] = (
     "power-component",
     "power-component-renewable-vs-nonrenewable-energy",
@@ -25,7 +25,7 @@ ELECTRICAL_TASKS: tuple[str, ...] = (
 
 @dataclass
 class EnvConfig:
-    """ScienceWorld protocol (SPEC.md section 1)."""
+    """ScienceWorld protocol (docs/AGENT.md §1)."""
 
     step_limit: int = 100  # an episode ends at success, failure or this many steps
     simplifications: tuple[str, ...] = DEFAULT_SIMPLIFICATIONS
@@ -39,7 +39,7 @@ class EnvConfig:
 
 @dataclass
 class SwiftConfig:
-    """Swift, System 1 (SPEC.md section 2)."""
+    """Swift, System 1 (docs/AGENT.md §2)."""
 
     history_k: int = 10  # K past steps in the input window
     num_candidates: int = 5  # ranked candidates returned by beam search
@@ -63,7 +63,7 @@ class SwiftConfig:
 
 @dataclass
 class SageConfig:
-    """Sage, System 2 (SPEC.md section 3)."""
+    """Sage, System 2 (docs/AGENT.md §3)."""
 
     grounding_history_k: int = 10  # last steps shown to the grounding prompt
     worked_examples: int = 1  # train gold trajectories of the same task shown to grounding
@@ -93,7 +93,7 @@ class SageConfig:
 
 @dataclass
 class ControllerConfig:
-    """Switching between Swift and Sage (SPEC.md section 4)."""
+    """Switching between Swift and Sage (docs/AGENT.md §4)."""
 
     sage_enabled: bool = True  # off: Swift acts alone and no rule calls Sage (benchmarks without an LLM)
     stuck_window: int = 5  # stuck: the rewards of the last 5 steps sum to 0
@@ -149,7 +149,7 @@ class LLMConfig:
 
 @dataclass
 class AMMConfig:
-    """Adaptive episodic memory (SPEC.md section 5; section 10 for the reference code's rules): salience-gated
+    """Adaptive episodic memory (docs/AGENT.md §5; §10 for the reference code's rules): salience-gated
     writes after every step, triggered retrieval (T1-T4) and bounded injection. Runs only when `enabled`."""
 
     enabled: bool = False
@@ -213,7 +213,7 @@ class AMMConfig:
 
 @dataclass
 class SRMConfig:
-    """Self-reflection (SPEC.md section 6; section 10 for the reference code's numbers): Gate-1, the
+    """Self-reflection (docs/AGENT.md §6; §10 for the reference code's numbers): Gate-1, the
     stagnation detector, the bounded Critic, and Swift's loop guard. All of it runs only when `enabled`."""
 
     enabled: bool = False
@@ -263,7 +263,7 @@ class SRMConfig:
 
 @dataclass
 class EvalConfig:
-    """Evaluation protocol (SPEC.md section 8)."""
+    """Evaluation protocol (docs/AGENT.md §8)."""
 
     split: str = "test"
     variations_per_task: int = 10  # first 10 test variations of each task (271 episodes)

@@ -101,7 +101,7 @@ class Agent(Switching, BufferTurn, SageTurn, SwiftTurn, SRMHooks, Continuing):
             self.amm.llm_rate = lambda p: self.llm.chat(p, max_tokens=8, temperature=0.0).text
         if hasattr(llm, "seed"):  # Config.seed reaches the model's sampler too
             llm.seed = cfg.seed
-        self.code, self.config_hash = code_revision(), config_hash(cfg.to_record())
+        self.code = code_revision()
 
     # ------------------------------------------------------------ lifecycle
     @property
@@ -111,6 +111,11 @@ class Agent(Switching, BufferTurn, SageTurn, SwiftTurn, SRMHooks, Continuing):
 
             self._embedder = get_embedder(threads=self.cfg.memory.embedding_threads)
         return self._embedder
+
+    @property
+    def config_hash(self) -> str:
+        """Of the settings as they are now (a runner may set the store's folder after building the agent)."""
+        return config_hash(self.cfg.to_record())
 
     @property
     def done(self) -> bool:
@@ -174,7 +179,8 @@ class Agent(Switching, BufferTurn, SageTurn, SwiftTurn, SRMHooks, Continuing):
             stats = EpisodeMemoryStats.from_records(self.records, self.writer.header.memory_at_start)
             self.summary.memory = {**stats.to_dict(), "store": str(self.amm.path or ""),
                                    "reflection": self.amm.end_episode(len(self.records), gen,
-                                                                      self.reflect_in_background)}
+                                                                      self.reflect_in_background,
+                                                                      ended=reason not in ("stopped", "error"))}
         self.writer.close(self.summary)
         return self.summary
 
@@ -202,6 +208,8 @@ class Agent(Switching, BufferTurn, SageTurn, SwiftTurn, SRMHooks, Continuing):
             return self._step(prev)
         except BaseException:
             self.state = prev  # a step that never reached its record changed nothing the agent knows
+            if self.amm is not None:
+                self.amm.discard_step()  # nor the store's access times (its writes go at a resume's rewind)
             raise
 
     def _step(self, prev: AgentState) -> StepRecord:

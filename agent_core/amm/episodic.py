@@ -104,6 +104,14 @@ class EpisodicMemory:
             except Exception:  # noqa: BLE001 - the next write or retrieval reports a broken store
                 pass
 
+    def discard_step(self) -> None:
+        """A step failed before its record was written: its held access times never reach the disk."""
+        if self.stream is not None:
+            try:
+                self.stream.discard_unflushed()
+            except Exception:  # noqa: BLE001 - a broken store says so at the next write or retrieval
+                pass
+
     def rewind(self, steps: Sequence[StepRecord]) -> dict[str, Any]:
         """Bring the store back to where this run left it after its last recorded step (`start_episode` first,
         with the header's clock): see agent_core.amm.rewind."""
@@ -341,14 +349,19 @@ class EpisodicMemory:
         except Exception:  # noqa: BLE001
             return False, 0.0
 
-    def end_episode(self, steps: int, generate: Callable[[str], str] | None, background: bool) -> str:
+    def end_episode(self, steps: int, generate: Callable[[str], str] | None, background: bool,
+                    ended: bool = True) -> str:
         """Reflection between episodes (GA): when the summed importance since the last one exceeds the
-        threshold. In the background when asked (the app), so no step waits minutes for it."""
+        threshold. In the background when asked (the app), so no step waits minutes for it. Not after a stop or
+        an error (`ended` False): that episode may be resumed, and a reflection then would come twice and touch
+        memories a resume cannot put back."""
         if self.stream is not None:  # the episode is over: nothing left to hold back
             self.commit_step()
             self.stream.hold_access = False
         if self.c.reflection == "off" or self.stream is None:
             return "reflection is off"
+        if not ended:
+            return "not run: the episode was stopped before its end (it may be resumed)"
         due, total = self.reflection_status()
         thr = self.cfg.memory.reflection_threshold
         if not due:

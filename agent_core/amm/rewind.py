@@ -24,8 +24,11 @@ def rewind_store(stream: MemoryStream, run_id: str, steps: Sequence[StepRecord])
     removed = stream.delete([m.id for m in extra])
     touch: dict[str, float] = {}
     for rec in steps:
+        if rec.replayed:  # a fork's copies of its parent's steps: their retrievals touched the parent's store
+            continue
         for r in rec.retrievals:
-            if r.trigger in TOUCHING and r.result is not None and not r.error:
+            # a failed retrieval touched nothing; one whose formatting failed afterwards did
+            if r.trigger in TOUCHING and r.result is not None and not (r.error or "").startswith("retrieval failed"):
                 for i in r.result.top_ids:
                     touch[i] = max(touch.get(i, 0.0), float(r.result.now))
     fix = {}

@@ -63,11 +63,9 @@ class Continuing:
                               f"({obs.look[:120]!r} vs {h.initial_look[:120]!r})")
         self._init_episode(obs)
         seed_everything(self.cfg.seed)
-        rewound: dict = {}
         if self.amm is not None:
             self.amm.start_episode(h.run_id, h.task, obs.task_description, h.variation,
                                    clock=(h.memory_at_start or {}).get("clock"))
-            rewound = self.amm.rewind(steps)
         dropped = ep.truncated_tail is not None
         fork_at = int(h.parent.get("step", 0)) if h.parent else 0
 
@@ -79,6 +77,8 @@ class Continuing:
         if h.parent and fork_at == 0:
             self.state = fork_state(self.state, bool(h.parent.get("same_settings")))
         replay_s = self._replay(steps, replayed)
+        # only once the replay matched: a divergence changes neither the trace nor the store
+        rewound = self.amm.rewind(steps) if self.amm is not None else {}
         self.writer = TraceWriter.reopen(ep.path, len(steps))  # after the replay: a divergence changes no file
         prior = list(ep.summary.resumed) if ep.summary is not None else []
         exact = bool(not changes and (not steps or steps[-1].after is not None))

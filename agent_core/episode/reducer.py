@@ -12,6 +12,7 @@ from typing import Iterable
 
 from ..actions import action_key, is_focus
 from ..config import Config
+from ..observation import parse_menu
 from ..trace import StepRecord
 from .state import AgentState, Buffered, digest
 
@@ -35,7 +36,8 @@ def focus_counts(rec: StepRecord) -> bool:
     """A focus counts when it happened: not when it only raised a menu, but when the menu answer chose it."""
     if rec.menu is not None:
         return rec.menu.chosen >= 0 and is_focus(rec.menu.request)
-    return is_focus(rec.action) and not rec.menu_options
+    options = rec.menu_options if rec.after is not None else parse_menu(rec.observation)  # schema 1: from the text
+    return is_focus(rec.action) and not options
 
 
 def menu_key(options: Iterable[str]) -> str:
