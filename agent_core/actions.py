@@ -171,6 +171,29 @@ def self_referential(action: str) -> bool:
     return bool(m) and m.group(1) == m.group(2)
 
 
+# words of an action's argument that say where or how, never which object
+_RELATION_WORDS = frozenset({"in", "on", "of", "to", "into", "onto", "containing", "with", "from", "at", "and",
+                             "the", "a", "an", "some"})
+# objects every room has, and parts of objects the room text never lists (electrical terminals: "anode in battery",
+# "terminal 1 in black wire"; a sink's drain and sewer), from the game's own action names
+ALWAYS_PRESENT = frozenset({"agent", "air", "inventory", "self", "anode", "cathode", "terminal", "component", "drain",
+                            "sewer"})
+
+
+def unseen_words(action: str, look: str, inventory: str) -> list[str]:
+    """The words of the objects an action names that are in neither the room text (which lists what is in open
+    containers), nor the inventory: ["metal", "pot"] for `pick up metal pot` when the pot is in a closed
+    cupboard. Moves, meta commands, room names and numbers are never unseen."""
+    verb = verb_of(action)
+    if not verb or verb in MOVE_VERBS or verb in ("look around", "inventory", "task", "reset task", "wait", "wait1"):
+        return []
+    words = re.findall(r"[a-z0-9]+", argument_of(action))
+    rooms = {w for r in ROOMS for w in r.split()}
+    seen = set(re.findall(r"[a-z0-9]+", f"{look}\n{inventory}".lower()))
+    return [w for w in dict.fromkeys(words) if w not in _RELATION_WORDS and w not in rooms and not w.isdigit()
+            and w not in ALWAYS_PRESENT and w not in seen]
+
+
 def names_everything(proposed: str, candidate: str, context: str = "") -> bool:
     """Does `candidate` name every object word of `proposed`? A mapping may add detail ("cup" -> "cup
     containing red paint") but never swap or lose an object ("glass cup" -> "cup containing red paint" when

@@ -82,6 +82,11 @@ class SageConfig:
     # Sage copies the command it picks. The 1.5B default answers "11" to nearly every numbered list, yet on the 30
     # Baseline episodes its picks by content scored lower (docs/BENCHMARKS.md), so "number" stays the default
     choose_reply: str = "number"
+    # how Sage picks from the list: "score" (the model's mean log-probability of each option as its reply after the
+    # plan, the list shown in a fixed order: the pick follows what the options say, never where they stand) or
+    # "generate" (Sage writes a number or a command: the earlier rule; the 1.5B model answered "11" to 58 of 91
+    # lists). A backend that cannot score falls back to "generate", with a note
+    pick: str = "score"
     look_chars: int = 900  # the room description shown to Sage is clipped to this
     history_obs_chars: int = 160  # each past observation in Sage's prompts is clipped to this
     temperature: float = 0.0
@@ -187,6 +192,19 @@ class AMMConfig:
     retrieve_pool: int = 15  # memories retrieved before dedupe and caps pick what is injected
     # --- T1: Swift's top action is invalid -> retrieve, retry Swift once with the records in its input
     swift_injection: bool = True  # off in the "Full without Swift T1 injection" variant (retrieve + log only)
+    # when T1 fires: "invalid_rule" (when the controller's invalid trigger does: Swift rates no valid action)
+    # or "top1" (whenever Swift's unconstrained top guess is not valid: the earlier rule, which fired on most
+    # steps, usually when Swift's best valid action was fine)
+    t1_trigger: str = "invalid_rule"
+    # a valid retry replaces Swift's ranked action only when it is among Swift's own top k valid actions (memory
+    # may reorder what Swift already considers, not bring in what it ranks low); 0 = any valid retry replaces
+    t1_retry_top_k: int = 5
+    # the objects the memory text for Swift may name: "in_view" (only records whose action names objects in the
+    # room, the inventory or an open container, shown without their old observation) or "any" (the earlier rule:
+    # records of other variations named objects that are not there, "focus on unknown substance j")
+    swift_memory_objects: str = "in_view"
+    # memories from another variation of the task are marked "(another variation)" in Sage's hints
+    mark_other_variations: bool = True
     swift_max_records: int = 3
     swift_field_chars: tuple[int, ...] = (40, 60, 80)  # action / result / score transition clips (reference)
     # --- T2: no progress for these many steps (each crossing fires once); T3: the same invalid action again
@@ -223,7 +241,15 @@ class SRMConfig:
     gate1_max_swift_tries: int = 3  # Swift candidates tried per step (its ranked valid actions)
     gate1_repair_max_edit: int = 2  # REPAIR_TYPO: at most this many character edits, one candidate, same verb
     gate1_nearest_min_similarity: float = 0.75  # REPAIR_NEAREST (Sage / Critic only): same verb, this cosine
-    gate1_avoid_steps: int = 5  # a stagnation report's actions to avoid bind Swift for this many steps
+    gate1_avoid_steps: int = 5  # under avoid_binds = "all": a report's actions to avoid bind this many steps
+    # where a stagnation report's "actions to avoid" and "no focus now" bind: "critic" (the Critic's prompt and
+    # its answer only, as the reference has it) or "all" (Gate-1 also drops them from Swift and Sage for
+    # gate1_avoid_steps: the earlier rule, which dropped actions the agent needed, 20 of 24 drops in an evaluation)
+    avoid_binds: str = "critic"
+    # Gate-1 "target unseen" for every verb (reference reason, with "not valid" and "no-op"): an action that names
+    # an object not in the room text, the inventory or an open container is dropped. The game's valid actions
+    # also name what is inside closed containers, and playing those answers "No known action matches that input"
+    gate1_target_unseen: bool = True
     # --- stagnation detector: after every step, over the last `stagnation_window` steps
     stagnation_window: int = 5
     stagnation_min_steps: int = 5  # no report before this many steps
@@ -234,6 +260,11 @@ class SRMConfig:
     move_spam_max_states: int = 2  # ... visiting at most this many distinct (room, inventory) states
     repeated_invalid_threshold: int = 3  # INVALID_REPEAT_3: this many invalid actions in the window
     stagnation_refire_steps: int = 3  # no second report within this many steps of the last one
+    # the window restarts after a positive reward or a report: evidence from before progress, or already reported,
+    # is not counted again (off: the earlier rule, where a report could re-fire on steps before a reward)
+    stagnation_restart: bool = True
+    # verbs that only observe are never on the avoid list: looking again is how an agent checks
+    never_avoid_verbs: tuple[str, ...] = ("look at", "look in", "look around", "read", "inventory", "task")
     # waiting is how processes progress (water heats, plants grow): the same "You decide to wait" is no loop
     stagnation_ignore_verbs: tuple[str, ...] = ("wait", "wait1")
     # verbs that only observe: repeating them while a device runs (or a reading is taken) is monitoring
@@ -252,6 +283,10 @@ class SRMConfig:
     critic_max_moves: int = 1  # at most one move among the Critic's actions
     critic_history_k: int = 10  # last steps shown in the Critic's prompt
     critic_valid_list_max: int = 40  # valid actions listed in the prompt (filtered, most relevant first)
+    # their order: "ranked" (Swift's ranking first, then similarity to the task and to the plan, objects in
+    # view before objects out of sight) or "game" (shared words with the task, then the game's order: the
+    # earlier rule, which listed five near-identical 'dunk cup ...' lines first)
+    critic_valid_order: str = "ranked"
     critic_max_tokens: int = 220
     critic_wait_for_empty_buffer: bool = True  # the Critic runs only when the action buffer is empty
     # replace | append: what the Critic's actions do to the buffer (docs/CONFIGURATION.md says why replace)

@@ -22,6 +22,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "swift.quantize": ("int8", "none"),
     "sage.grounding": ("numbered", "free"),
     "sage.choose_reply": ("number", "command"),
+    "sage.pick": ("score", "generate"),
     "controller.critical_review": ("unsure", "always"),
     "controller.focus_review": ("choose", "replan"),
     "controller.invalid_rule": ("top1", "ranked"),
@@ -30,6 +31,10 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "amm.scoring": ("ga", "relevance"),
     "amm.reflection": ("after_episode", "off"),
     "srm.critic_buffer_policy": ("replace", "append"),
+    "srm.avoid_binds": ("critic", "all"),
+    "srm.critic_valid_order": ("ranked", "game"),
+    "amm.t1_trigger": ("invalid_rule", "top1"),
+    "amm.swift_memory_objects": ("in_view", "any"),
 }
 
 

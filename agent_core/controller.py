@@ -23,6 +23,7 @@ from .control.continuing import Continuing
 from .control.draft import LazyEmbedder, StepDraft, timed
 from .control.policies import (ModelSwift, ScriptedSwift, SwiftPolicy, defer_focus, invalid_fires,  # noqa: F401
                                load_swift, unnamed_in_state)
+from .control.parts import Parts
 from .control.sage_turn import SageTurn
 from .control.srm_hooks import SRMHooks
 from .control.swift_turn import SwiftTurn
@@ -37,8 +38,7 @@ from .gold import focus_limit, worked_examples
 from .llm import LLMBackend
 from .provenance import code_revision, config_hash, seed_everything
 from .sage import Sage
-from .srm.critic import Critic
-from .srm.gate1 import DROP, Gate1
+from .srm.gate1 import DROP
 from .srm.stagnation import detect
 from .trace import EnvEvent, EpisodeHeader, EpisodeSummary, StepRecord, SwiftCandidate, Trigger, TraceWriter
 
@@ -48,15 +48,7 @@ RUNS_DIR = ROOT / "runs"
 
 def mechanisms(cfg: Config) -> list[str]:
     """What actually runs under a config: the episode header lists it and the app shows only these panels."""
-    out = ["swift"] + (["task_focus"] if cfg.swift.task_focus_check else []) + \
-        (["sage"] if cfg.controller.sage_enabled else []) + \
-        (["sage_task_focus"] if cfg.controller.sage_enabled and cfg.sage.task_focus_check else [])
-    if cfg.amm.enabled:
-        out += ["amm"] + (["amm_swift_injection"] if cfg.amm.swift_injection else [])
-    if cfg.srm.enabled:
-        out += ["gate1", "stagnation"] + (["critic"] if cfg.srm.critic_enabled else []) + \
-               (["loop_guard"] if cfg.srm.loop_guard else [])
-    return out
+    return Parts.wire(cfg, None).names()  # type: ignore[arg-type] - the names need no model
 
 
 # the state fields that a step's decisions change while it runs (the rest follows from the observation): the live
@@ -82,8 +74,7 @@ class Agent(Switching, BufferTurn, SageTurn, SwiftTurn, SRMHooks, Continuing):
             if value not in allowed:
                 raise ValueError(f"{name}: {value!r} is not one of {', '.join(allowed)}")
         self.sage = Sage(llm, cfg.sage, embedder=LazyEmbedder(lambda: self.embedder))
-        self.gate = Gate1(cfg.srm)
-        self.critic = Critic(llm, cfg.srm, temperature=cfg.sage.temperature)
+        self.parts = Parts.wire(cfg, llm)  # the mechanisms this config runs, wired once
         self.env = env or ScienceWorld(cfg.env)
         self.runs_dir = Path(runs_dir)
         self._embedder = embedder
@@ -142,7 +133,7 @@ class Agent(Switching, BufferTurn, SageTurn, SwiftTurn, SRMHooks, Continuing):
                                models={"swift": self.swift.name, "sage": f"{self.llm.name}:{self.llm.model}"},
                                seed=self.cfg.seed, run_id=run_id, initial_observation=obs.text,
                                initial_look=obs.look, initial_inventory=obs.inventory,
-                               mechanisms=mechanisms(self.cfg), parent=dict(parent or {}), code=dict(self.code),
+                               mechanisms=self.parts.names(), parent=dict(parent or {}), code=dict(self.code),
                                config_hash=self.config_hash)
         if self.amm is not None:
             header.memory_at_start = self.amm.start_episode(run_id, info.name, obs.task_description, variation)
@@ -228,12 +219,12 @@ class Agent(Switching, BufferTurn, SageTurn, SwiftTurn, SRMHooks, Continuing):
         if self.last.menu:
             action, system = self._answer_menu(w)
         else:
-            if srm.enabled:
+            if self.parts.critic is not None:
                 self._critic_before_step(w, valid)
             if st.mode == "sage" and st.buffer:
                 action, system = self._take_buffered(w, valid)
-                if (action is None and srm.enabled and w.drops >= srm.gate1_drops_for_sage and not w.sage_called
-                        and cc.sage_enabled):
+                if (action is None and self.parts.gate is not None and w.drops >= srm.gate1_drops_for_sage
+                        and not w.sage_called and self.parts.sage):
                     trig = Trigger("gate1_drops", f"Gate-1 dropped {w.drops} buffered actions in this step (at "
                                                   f"{srm.gate1_drops_for_sage} drops Sage decides the step, once)",
                                    {"dropped": [d.proposed for d in w.gate1 if d.decision == DROP]})
@@ -297,7 +288,7 @@ class Agent(Switching, BufferTurn, SageTurn, SwiftTurn, SRMHooks, Continuing):
                 invalid = [r.action for r in recent if r.action_valid is False]
                 rec.retrievals += self.amm.after_step(rec.step, obs.room, obs.inventory, seen.sage_history,
                                                       seen.rewards, invalid, seen.amm_t3_fired)
-        if srm.enabled and not obs.done:
+        if self.parts.stagnation and not obs.done:
             t0 = time.perf_counter()
             rec.stagnation = detect(self.records + [rec], srm, prev.last_report_step)
             w.timings["stagnation"] = time.perf_counter() - t0

@@ -106,6 +106,25 @@ class SagePick(Decision):
 
 @_kind
 @dataclass
+class OptionScores(Decision):
+    """Sage chose by meaning (`sage.pick = score`): every option's length-normalised log-probability as its reply,
+    best first. The pick is the first; the order the options were offered in plays no part."""
+
+    kind: str = "option_scores"
+    group: ClassVar[str] = "sage"
+    purpose: str = "ground"  # ground (the pick after a plan) | focus_review | critic
+    options: list[str] = field(default_factory=list)  # best first
+    scores: list[float] = field(default_factory=list)  # mean log-probability per token, same order
+
+    def describe(self) -> str:
+        what = {"focus_review": "the focus targets", "critic": "the Critic's actions"}.get(self.purpose, "the options")
+        rows = ", ".join(f"'{o}' {s:.2f}" for o, s in zip(self.options[:4], self.scores[:4]))
+        more = f" and {len(self.options) - 4} more" if len(self.options) > 4 else ""
+        return f"Sage scored {what} by the model's log-probability per token: {rows}{more}"
+
+
+@_kind
+@dataclass
 class SageProblem(Decision):
     """Something in Sage's answer that could not be used as written (the parser says what)."""
 
@@ -251,8 +270,12 @@ class T1Retry(Decision):
     retry: str = ""
     replaced: str = ""
     valid: bool = False
+    outside_top_k: int = 0  # > 0: valid, but not among Swift's own top k valid actions, so it replaced nothing
 
     def describe(self) -> str:
+        if self.valid and self.outside_top_k:
+            return (f"AMM T1: Swift's retry with memory proposed '{self.retry}': valid, but not among Swift's own "
+                    f"top {self.outside_top_k} valid actions, so Swift's ranked action stands")
         if self.valid:
             return f"AMM T1: Swift's retry with memory proposed '{self.retry}': valid, it replaces '{self.replaced}'"
         return f"AMM T1: Swift's retry with memory proposed '{self.retry}': still invalid, so Sage is called"

@@ -97,6 +97,30 @@ with c2:
     st.dataframe(pd.DataFrame(ev.mechanism_rows(res)), hide_index=True, width="stretch")
 st.plotly_chart(ev.mechanism_figure(res), width="stretch", key="eval_mech")
 
+if res.get("paired"):
+    st.subheader("Paired against Baseline")
+    st.caption("Each preset against Baseline on the same task and variation: the mean difference in Final with its "
+               "95% interval (an interval that contains 0 means this many pairs cannot tell the two apart), how "
+               "many pairs took a different action somewhere, and how many losses a design rule (code, not a "
+               "model) decided. Below, every pair that diverged: the first step where the two parted and what "
+               "decided it. Select a row to open both episodes on the Compare page at that step.")
+    st.dataframe(pd.DataFrame(ev.paired_rows(res)), hide_index=True, width="stretch")
+    arows = ev.attribution_rows(res)
+    if arows:
+        adf = pd.DataFrame(arows)
+        picked = st.dataframe(adf.drop(columns=["trace", "trace_ref"]), hide_index=True, width="stretch",
+                              key="eval_attribution", on_select="rerun", selection_mode="single-row", height=300,
+                              column_config={"change": st.column_config.NumberColumn(format="%+g")})
+        asel = picked.selection.rows if picked is not None and hasattr(picked, "selection") else []
+        if asel:
+            r = adf.iloc[asel[0]]
+            q = {"a": sources.link_path(r["trace_ref"]), "b": sources.link_path(r["trace"]), "step": str(r["step"])}
+            try:
+                st.page_link("pages/5_Compare.py", label=f"Compare {r['task']} v{r['variation']} at step {r['step']}",
+                             icon="🔀", query_params=q)
+            except Exception:  # noqa: BLE001 - the page runs on its own (tests): give the link as text
+                st.markdown(f"Compare: `compare?a={q['a']}&b={q['b']}&step={q['step']}`")
+
 st.subheader("Episodes")
 st.caption("Select a row to open the episode on the Run page, or next to the same task and variation under "
            "another preset on the Compare page.")

@@ -18,7 +18,7 @@ import streamlit as st  # noqa: E402
 
 from agent_core.trace import TraceError, list_traces, read_episode  # noqa: E402
 from views import sources  # noqa: E402
-from views.compare import align, mechanism_table, provenance_warning, score_overlay  # noqa: E402
+from views.compare import align, mechanism_table, provenance_warning, score_overlay, step_story  # noqa: E402
 
 S = st.session_state
 st.title("Compare two episodes")
@@ -102,6 +102,18 @@ else:
     st.markdown(f"**First difference at step {al.first_divergence}** (actions compared after normalisation).")
 
 st.plotly_chart(score_overlay(a, b, al=al), width="stretch", key="cmp_scores")
+
+focus_step = qp.get("step") or (str(al.first_divergence) if al.first_divergence else None)
+if focus_step and focus_step.isdigit() and 1 <= int(focus_step) <= max(len(a.steps), len(b.steps)):
+    k = int(focus_step)
+    st.markdown(f"**At step {k}**: what each record says decided it")
+    s1, s2 = st.columns(2)
+    for col, ep, name in ((s1, a, "A"), (s2, b, "B")):
+        with col:
+            if k > len(ep.steps):
+                st.caption(f"{name} had ended before step {k}.")
+                continue
+            st.markdown("\n".join(f"- {line}" for line in step_story(ep.steps[k - 1])))
 
 left, right = st.columns([3, 2])
 with left:

@@ -266,8 +266,9 @@ def test_unwritable_store_is_recorded_and_the_run_goes_on(tmp_path, sw_env, two_
     whom file permissions do not bind, so the refusal is injected at the Chroma call)."""
     store = tmp_path / "store"
     shutil.copytree(two_episodes["store"], store)
-    agent = Agent(_cfg(store, **{"env.step_limit": 6}), _invalid_swift(), _llm(), env=sw_env,
-                  runs_dir=tmp_path / "runs")
+    # any object: the records name kitchen objects, and the episode starts elsewhere (amm.swift_memory_objects)
+    agent = Agent(_cfg(store, **{"env.step_limit": 6, "amm.swift_memory_objects": "any"}), _invalid_swift(), _llm(),
+                  env=sw_env, runs_dir=tmp_path / "runs")
     agent.start("boil", catalog().get("boil").test[1], split="test")
 
     def refuse(*a, **k):

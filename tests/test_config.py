@@ -39,6 +39,20 @@ def test_presets_set_their_flags():
         preset("turbo")
 
 
+def test_mechanisms_are_wired_once_from_the_config():
+    """The step asks `parts` what runs; a part that is off is absent, not a flag read later."""
+    from agent_core.control.parts import Parts
+
+    base, srm, full = (Parts.wire(preset(p), None) for p in ("baseline", "srm", "full"))
+    assert base.gate is None and base.critic is None and not base.stagnation and base.loop_guard_streak is None
+    assert srm.gate is not None and srm.critic is not None and srm.stagnation and not srm.amm
+    assert full.amm and "amm" in full.names() and "critic" in full.names() and "gate1" not in base.names()
+    no_critic = Parts.wire(apply_overrides(preset("srm"), ["srm.critic_enabled=false"]), None)
+    assert no_critic.gate is not None and no_critic.critic is None and "critic" not in no_critic.names()
+    swift_alone = Parts.wire(apply_overrides(preset("baseline"), ["controller.sage_enabled=false"]), None)
+    assert not swift_alone.sage and "sage" not in swift_alone.names()
+
+
 def test_file_and_overrides(tmp_path):
     p = tmp_path / "cfg.json"
     p.write_text(json.dumps({"controller": {"stuck_window": 7}, "memory": {"recency_decay": 0.99}}))

@@ -71,11 +71,17 @@ def test_evaluate_page_shows_the_tables_and_charts_of_a_real_evaluation(evals, m
     mech = at.dataframe[2].value
     gate = mech[mech["mechanism (mean per episode)"] == "Gate-1 decisions"].iloc[0]
     assert float(gate["Baseline"]) == 0 and float(gate["+SRM"]) > 0
-    episodes = at.dataframe[3].value
+    paired = at.dataframe[3].value  # each preset against Baseline on the same task-variations
+    assert list(paired["config"]) == ["+SRM"] and paired["pairs"][0] == 4
+    iv = res["paired"]["srm"]["interval"]
+    assert paired["mean difference"][0] == pytest.approx(iv["mean"]) and paired["diverged"][0] == \
+        res["paired"]["srm"]["diverged"]
+    assert "Paired against Baseline" in [h.value for h in at.subheader]
+    episodes = at.dataframe[-1].value
     assert len(episodes) == 8 and set(episodes["preset"]) == {"baseline", "srm"}
     # a filter narrows the episode list
     at.selectbox(key="eval_filter_kind").set_value("successes").run()
-    assert set(at.dataframe[3].value["task"]) == {"lifespan-longest-lived"}
+    assert set(at.dataframe[-1].value["task"]) == {"lifespan-longest-lived"}
 
 
 def test_evaluate_page_without_evaluations_says_how_to_make_one(monkeypatch, tmp_path):

@@ -35,7 +35,10 @@ def _llm(free: bool) -> ScriptedBackend:
         if "Answer the five questions" in prompt:
             return PLAN
         return "look at sink\n" * 5 if free else "1"
-    return ScriptedBackend(reply)
+
+    def score(turn: str, option: str) -> float:  # Sage's pick by score: the focus review says "none yet"
+        return 1.0 if option == "none of them yet" else -len(option) / 100
+    return ScriptedBackend(reply, scorer=None if free else score)
 
 
 def _swift(state, valid):
@@ -47,12 +50,14 @@ def _swift_retry(state, valid, memory):
 
 
 SCENARIOS = {
-    # numbered picks, a one-pick buffer, the focus review, Gate-1 drops on the avoid list, Swift forced, the Critic
-    # called, repeat-skipped, in cooldown and out of budget, T1-T4, memory writes
-    "full": ("full", {"sage.task_focus_check": False}),
+    # picks by score, a one-pick buffer, the focus review, Gate-1 drops on the avoid list (the earlier rules, still
+    # options: avoid_binds = all, nothing exempt, no restart), Swift forced, the Critic called, repeat-skipped, in
+    # cooldown and out of budget, T1-T4, memory writes
+    "full": ("full", {"sage.task_focus_check": False, "srm.avoid_binds": "all", "srm.never_avoid_verbs": [],
+                      "srm.stagnation_restart": False}),
     # free grounding: a 5-action buffer, so a report waits for it (then expires), and the stuck rule
     "full-free": ("full", {"sage.task_focus_check": False, "sage.grounding": "free", "srm.gate1_avoid_steps": 0,
-                           "srm.critic_cooldown_steps": 0}),
+                           "srm.critic_cooldown_steps": 0, "srm.stagnation_restart": False}),
     "baseline": ("baseline", {"sage.task_focus_check": False}),
     "srm": ("srm", {"sage.task_focus_check": False}),
     "amm": ("amm", {"sage.task_focus_check": False}),
@@ -160,6 +165,7 @@ def test_the_scripted_full_episode_is_deterministic_and_busy(tmp_path, sw_env, s
     assert {"T1", "T2", "T4", "critic"} <= {x.trigger for r in recs for x in r.retrievals}
     assert any(w.id for r in recs for w in r.memories_written)
     assert any("focus review" in n for r in recs for n in r.notes)
+    assert any(d.kind == "option_scores" for r in recs for d in r.decisions)
     free = read_episode(_reference_path(tmp_path, sw_env, seed_store)).steps
     assert "stuck" in {t for r in free if r.trigger for t in [r.trigger.name] + r.trigger.evidence.get("all_triggers", [])}
     assert {"waiting", "expired"} <= {r.critic.status for r in free if r.critic}

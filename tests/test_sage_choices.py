@@ -212,8 +212,9 @@ def test_real_embedded_sage_grounds_to_valid_actions(sw_env):
     assert res.error is None and set(res.plan) >= {"Q1", "Q4"}
     assert res.options and res.actions, (res.llm_calls[-1].output, res.problems)
     assert set(res.actions) <= set(valid), res.actions  # every pick is a command the game accepts now
-    # copied from the list (echo), or a command of its own that the game accepts (free): never prose
-    assert all(h in ("number", "echo", "free") for h in res.picked_how), (res.picked_how, res.llm_calls[-1].output)
+    # scored (sage.pick = score, the default): the best of the options by the model's log-probability
+    assert res.picked_how == ["score"] and res.scores[0][0] == res.actions[0] == res.llm_calls[-1].output
+    assert sorted(o for o, _s in res.scores) == sorted(res.options)
     assert res.llm_calls[-1].prompt.count("[assistant]") == 1  # the pick continued the plan's conversation
     assert all(c.cpu_threads >= 1 for c in res.llm_calls)  # llm.n_threads = 0 chose a thread count, recorded
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from agent_core.actions import verb_of
 from agent_core.config import SRMConfig, apply_overrides, preset
 from agent_core.controller import Agent, ScriptedSwift, mechanisms
 from agent_core.env import catalog
@@ -77,7 +78,10 @@ def test_each_stagnation_mode_fires_on_a_real_prefix(tmp_path, sw_env, actions, 
     assert rep is not None and mode in rep.modes, (at, rep)
     assert at == 5  # srm.stagnation_min_steps: never before 5 steps
     assert rep.counts[mode] >= 2 and rep.explanation and rep.last_action == actions[-1]
-    assert rep.constraints[0].startswith("no 'focus on' now") and rep.actions_to_avoid
+    assert rep.constraints[0].startswith("no 'focus on' now")
+    # observing verbs are never on the list (srm.never_avoid_verbs): looking again is how an agent checks
+    assert not any(verb_of(a) in SRMConfig().never_avoid_verbs for a in rep.actions_to_avoid)
+    assert rep.actions_to_avoid or all(verb_of(a) in SRMConfig().never_avoid_verbs for a in actions[-3:])
     if mode == "MOVE_SPAM_4_OF_5":
         assert any("at most 1 move" in c for c in rep.constraints)
     # the thresholds are config fields: raising one silences its mode
@@ -134,20 +138,30 @@ def test_a_looping_swift_behaves_differently_under_srm(tmp_path, sw_env):
 
 
 @pytest.mark.jvm
-def test_after_a_report_swift_avoids_the_repeated_action(tmp_path, sw_env):
-    """No LLM: after a report, Gate-1 drops Swift's candidates on the list to avoid, and the next-ranked one runs."""
+@pytest.mark.parametrize("avoid_binds", ["all", "critic"])
+def test_after_a_report_swift_avoids_the_repeated_action_only_under_the_earlier_rule(tmp_path, sw_env, avoid_binds):
+    """No LLM. The earlier rule (srm.avoid_binds = all, nothing exempt): after a report, Gate-1 drops Swift's
+    candidates on the list to avoid, and the next-ranked one runs. By default the list reaches the Critic only, and
+    looking again is never avoided: Swift goes on."""
     class TwoChoices(ScriptedSwift):
         def propose(self, state, valid):
             ranked = [("look at sink", -0.1), ("look at picture", -0.9)]
             return SwiftProposal(top1="look at sink", candidates=ranked, valid_ranked=ranked, action="look at sink")
 
-    cfg = apply_overrides(preset("srm"), {"controller.sage_enabled": False, "srm.critic_enabled": False})
+    cfg = apply_overrides(preset("srm"), {"controller.sage_enabled": False, "srm.critic_enabled": False,
+                                          "srm.avoid_binds": avoid_binds})
+    if avoid_binds == "all":
+        cfg = apply_overrides(cfg, {"srm.never_avoid_verbs": []})
     agent = Agent(cfg, TwoChoices([]), ScriptedBackend([]), env=sw_env, runs_dir=tmp_path)
     _start(agent)
     recs = [agent.step() for _ in range(7)]
     assert [r.action for r in recs[:5]] == ["look at sink"] * 5 and recs[4].stagnation
-    assert recs[5].action == "look at picture"
-    assert [(g.decision, g.reason) for g in recs[5].gate1] == [("DROP", "STAGNATION_AVOID"), ("ACCEPT", "VALID")]
+    if avoid_binds == "all":
+        assert recs[5].action == "look at picture"
+        assert [(g.decision, g.reason) for g in recs[5].gate1] == [("DROP", "STAGNATION_AVOID"), ("ACCEPT", "VALID")]
+    else:
+        assert recs[4].stagnation.actions_to_avoid == [] and recs[5].action == "look at sink"
+        assert [(g.decision, g.reason) for g in recs[5].gate1] == [("ACCEPT", "VALID")]
 
 
 # ------------------------------------------------------------------ the Critic's bounds
@@ -189,7 +203,7 @@ def test_a_report_waits_for_the_buffer_then_expires(tmp_path, sw_env):
     # Sage's 4-action buffer is still running when the report of step 8 comes: the Critic waits
     # (srm.critic_wait_for_empty_buffer) and the report expires after srm.critic_report_ttl_steps = 2 steps
     agent = _agent(tmp_path, sw_env, lambda s, v: "look at sink", _llm(ground="look at sink\n" * 5),
-                   **{"srm.gate1_avoid_steps": 0, "srm.critic_cooldown_steps": 0,
+                   **{"srm.gate1_avoid_steps": 0, "srm.critic_cooldown_steps": 0, "srm.stagnation_restart": False,
                       "sage.grounding": "free"})  # free-form: the same command may fill the buffer 5 times
     _start(agent)
     recs = [agent.step() for _ in range(11)]

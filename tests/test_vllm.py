@@ -86,3 +86,33 @@ def test_the_critic_answers_through_vllm(vllm_server):
     assert call.error is None and call.backend == "openai" and call.model == "smollm2-135m"
     assert call.prompt_tokens > 0 and call.completion_tokens > 0 and call.latency_s > 0
     assert call.output and len(answer.actions) <= SRMConfig().critic_max_actions
+
+
+def test_sage_scores_its_options_through_vllm_whatever_their_order(vllm_server):
+    """The pick by meaning on a real vLLM server: prompt log-probabilities of each option as the reply, the same
+    pick (and the same scores) however the options are ordered, and the same ranking as the embedded model of
+    the same weights would give is not required (different runtimes), only order-invariance."""
+    import random
+
+    from agent_core.llm.openai_compat import OpenAICompatBackend
+    from agent_core.sage import Sage, SageContext
+
+    llm = OpenAICompatBackend(vllm_server, model="smollm2-135m", timeout=120)
+    sage = Sage(llm)
+    assert sage.cfg.pick == "score"
+    options = ["move metal pot to sink", "activate sink", "go to bathroom", "pick up metal pot", "look at stove",
+               "open cupboard", "activate stove", "eat apple"]
+    plan = "Q1: water.\nQ2: a pot.\nQ3: boil water.\nQ4: fill the pot with water at the sink.\nQ5: no."
+    results = []
+    for seed in range(3):
+        shuffled = random.Random(seed).sample(options, len(options))
+        ctx = SageContext(task="Your task is to boil water.", look="This room is called the kitchen.", inventory="",
+                          score=0, time=2, history=[], valid=shuffled, swift_ranked=shuffled[:4])
+        call, ranked = sage._score("ground", sage.score_messages(ctx, plan, shuffled), shuffled)
+        assert ranked is not None and not call.error, call.error
+        assert call.backend == "openai" and call.completion_tokens >= len(options) and call.latency_s > 0
+        results.append(dict(ranked))
+        assert ranked[0][0] == call.output
+    assert all(set(r) == set(options) for r in results)
+    for o in options:
+        assert max(abs(r[o] - results[0][o]) for r in results) < 1e-3, o

@@ -152,7 +152,7 @@ DECISION_LABELS = {  # kind -> short label (agent_core.decisions)
     "sage_fallback": "Sage gave nothing", "focus_review": "focus review", "loop_guard": "loop guard",
     "unsure_focus_replaced": "unsure focus replaced", "deferred_focus": "focus deferred",
     "focus_margin": "focus margin", "nothing_admissible": "nothing admissible", "swift_forced": "Swift forced",
-    "t1_retry": "AMM T1 retry", "critic_waiting": "Critic waiting", "note": "note"}
+    "t1_retry": "AMM T1 retry", "critic_waiting": "Critic waiting", "option_scores": "Sage's scores", "note": "note"}
 
 
 def decision_rows(rec: StepRecord) -> list[tuple[str, str]]:

@@ -149,3 +149,23 @@ def settings_differences(a: dict, b: dict) -> list[str]:
     fa, fb = flat(a), flat(b)
     return sorted(k for k in set(fa) | set(fb) if k not in preset_keys and fa.get(k) != fb.get(k))
 
+
+
+def step_story(rec: StepRecord) -> list[str]:
+    """One step's decisions in a few lines, from its record only: who acted, the trigger, Gate-1's drops, the
+    Critic, memory injections and the typed decisions (the Compare page's "At step k")."""
+    from agent_core.evaluate.paired import attribute
+
+    out = [f"**{actor_label(rec.system)}** played `{rec.action}` (reward {rec.reward:+g}, score {rec.score:g})"]
+    if rec.trigger is not None:
+        out.append(f"trigger: {rec.trigger.name} ({rec.trigger.rule})")
+    out += [f"Gate-1 dropped `{g.proposed}` ({g.reason})" for g in rec.gate1 if g.decision == "DROP"]
+    if rec.critic is not None:
+        out.append(f"Critic: {rec.critic.status}" + (f", admitted {', '.join(rec.critic.admitted)}"
+                                                     if rec.critic.admitted else ""))
+    out += [f"memory {x.trigger} injected into {x.injected_into} ({len(x.injected_ids)} records)"
+            for x in rec.retrievals if x.injected_into]
+    out += [d.describe() for d in rec.decisions if d.kind not in ("focus_margin",)]
+    why = attribute(rec, None)
+    out.append(f"decided by: {why.mechanism} ({why.kind})")
+    return out

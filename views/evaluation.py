@@ -104,3 +104,29 @@ def episode_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
                     "Gate-1 drops": a.get("gate1_drops", 0), "T1": a.get("T1", 0), "T4": a.get("T4", 0),
                     "seconds": round(r.get("seconds", 0.0), 1), "trace": r["trace"]})
     return out
+
+
+def paired_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per preset: its paired difference against Baseline (agent_core/evaluate/paired.py)."""
+    out = []
+    for p, d in (res.get("paired") or {}).items():
+        iv = d["interval"]
+        out.append({"config": label(p), "pairs": iv["n"], "mean difference": iv["mean"],
+                    "95% interval": f"[{iv['low']:+.2f}, {iv['high']:+.2f}]",
+                    "excludes 0": bool(iv.get("excludes_zero")), "diverged": d["diverged"],
+                    "losses by a design rule": d["rule_losses"]})
+    return out
+
+
+def attribution_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every divergent pair: where it parted from Baseline, what decided that step, and the change in Final."""
+    out = []
+    for p, d in (res.get("paired") or {}).items():
+        for r in d["rows"]:
+            if r["diverged_at"] is None:
+                continue
+            out.append({"config": label(p), "task": r["task"], "variation": r["variation"],
+                        "Baseline": r["final_ref"], "preset": r["final"], "change": r["diff"],
+                        "step": r["diverged_at"], "mechanism": r["mechanism"], "kind": r["kind"],
+                        "what": r["detail"], "trace": r["trace"], "trace_ref": r["trace_ref"]})
+    return out

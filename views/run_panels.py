@@ -334,6 +334,14 @@ def render_step_detail(header: EpisodeHeader, r: StepRecord) -> None:
     if rows:
         st.markdown("**Decisions in this step** (typed records, in the order taken):\n" +
                     "\n".join(f"- *{label}*: {text}" for label, text in rows))
+    for d in r.decisions:
+        if d.kind == "option_scores" and d.options:
+            st.markdown(f"**Sage's options, scored** ({'focus review' if d.purpose == 'focus_review' else 'pick'}): "
+                        "the model's mean log-probability per token of each option as its reply; the best is played. "
+                        "The order they were offered in plays no part.")
+            st.dataframe([{"rank": i + 1, "option": o, "score": sc} for i, (o, sc) in enumerate(zip(d.options,
+                                                                                                     d.scores))],
+                         hide_index=True, width="stretch", height=min(36 * (len(d.options) + 1) + 4, 300))
     render_memory_detail(header, r)
     if r.timings:
         st.caption("Time: " + ", ".join(f"{k} {v:.2f} s" for k, v in r.timings.items()))

@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 from memory_store import MemoryStream
 from memory_store.reflection import maybe_reflect, should_reflect
 
-from ..actions import action_key
+from ..actions import action_key, unseen_words
 from ..config import Config
 from ..swift.format import clean, fmt_num, fmt_reward
 from ..trace import MemoryRetrieval, MemoryWrite, StepRecord
@@ -198,7 +198,8 @@ class EpisodicMemory:
         return r
 
     def _picked(self, r: MemoryRetrieval, limit: int, per_type: dict[str, int] | None = None,
-                order: Sequence[str] | None = None) -> list[tuple[Any, dict]]:
+                order: Sequence[str] | None = None,
+                keep: Callable[[dict], bool] | None = None) -> list[tuple[Any, dict]]:
         """Dedupe by content, cap per type, order by type then rank: (candidate, extra) pairs."""
         if r.result is None:
             return []
@@ -210,7 +211,7 @@ class EpisodicMemory:
             extra = mem.extra if mem is not None else {}
             key = (content_key(cand.tag, extra["action"], extra.get("result", ""), extra.get("room", ""))
                    if extra.get("action") else cand.description.strip().lower())
-            if key in seen:
+            if key in seen or (keep is not None and not keep(extra)):
                 continue
             if per_type is not None and counts.get(cand.tag, 0) >= per_type.get(cand.tag, limit):
                 continue
@@ -226,14 +227,18 @@ class EpisodicMemory:
         a, o, t = self.c.swift_field_chars
         if not extra.get("action"):
             return clean(cand.description, a + o)
-        return (f"{clean(extra['action'], a)} ({fmt_reward(extra.get('reward', 0.0))}) --> "
-                f"{clean(extra.get('result', ''), o)} "
+        # in_view: the old observation may name what is not here (another variation's objects): left out
+        result = "" if self.c.swift_memory_objects == "in_view" else f" --> {clean(extra.get('result', ''), o)}"
+        return (f"{clean(extra['action'], a)} ({fmt_reward(extra.get('reward', 0.0))}){result} "
                 + clean(f"[{cand.tag}, score {fmt_num(extra.get('score_before', 0))} -> "
                         f"{fmt_num(extra.get('score_after', 0))}]", t))
 
     def _sage_line(self, cand, extra: dict) -> str:
         if extra.get("action"):
-            s = (f"- [{cand.tag}] in {extra.get('room') or '?'}: {extra['action']} --> {extra.get('result', '')} "
+            other = (self.c.mark_other_variations and "variation" in extra
+                     and int(extra["variation"]) != int(self.variation))
+            s = (f"- [{cand.tag}{', another variation' if other else ''}] in {extra.get('room') or '?'}: "
+                 f"{extra['action']} --> {extra.get('result', '')} "
                  f"({fmt_reward(extra.get('reward', 0.0))}: {fmt_num(extra.get('score_before', 0))} -> "
                  f"{fmt_num(extra.get('score_after', 0))})")
         else:
@@ -241,12 +246,16 @@ class EpisodicMemory:
         return clean(s, self.c.sage_record_chars)
 
     def t1(self, step: int, room: str, inventory: str, history: Sequence[tuple[str, str]],
-           swift_top1: str) -> MemoryRetrieval:
-        """Swift's top action is invalid: the records that worked, as a short field for Swift's retry."""
+           swift_top1: str, look: str = "") -> MemoryRetrieval:
+        """Swift's top action is invalid: the records that worked, as a short field for Swift's retry. With
+        `swift_memory_objects = in_view`, only records whose action names objects in `look` or `inventory`."""
         r = self._retrieve("T1", f"Swift's top action '{swift_top1}' is not valid here",
                            self.query(room, inventory, history, swift_top1), WORKED, step)
         try:
-            picked = self._picked(r, self.c.swift_max_records)
+            def in_view(extra: dict) -> bool:
+                return bool(extra.get("action")) and not unseen_words(extra["action"], look, inventory)
+            picked = self._picked(r, self.c.swift_max_records,
+                                  keep=in_view if self.c.swift_memory_objects == "in_view" and (look or inventory) else None)
             if picked:
                 r.injected_ids = [c.id for c, _ in picked]
                 r.injected_text = "; Memory: [" + " | ".join(self._swift_line(c, e) for c, e in picked) + "]"

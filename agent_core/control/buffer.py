@@ -19,7 +19,7 @@ class BufferTurn:
     def _sage_options(self, w: StepDraft, valid: Sequence[str]) -> list[str]:
         """The valid actions Sage may choose from: without the focus targets the task does not name
         (sage.task_focus_check), which the step records once."""
-        if not self.cfg.sage.task_focus_check:
+        if not self.parts.sage_focus_check:
             return list(valid)
         if w.sage_unnamed is None:
             w.sage_unnamed = unnamed_in_state(self.state.swift_state, valid)
@@ -28,7 +28,7 @@ class BufferTurn:
 
     def _unnamed_focus(self, w: StepDraft, valid: Sequence[str], action: str) -> bool:
         """A buffered LLM action that lands on a focus the task does not name is not played."""
-        if not self.cfg.sage.task_focus_check or not is_focus(action):
+        if not self.parts.sage_focus_check or not is_focus(action):
             return False
         self._sage_options(w, valid)
         if action_key(action) not in {action_key(a) for a in w.sage_unnamed or []}:
@@ -39,17 +39,17 @@ class BufferTurn:
 
     def _take_buffered(self, w: StepDraft, valid: Sequence[str]) -> tuple[str | None, str]:
         """Pop buffered actions until one passes Gate-1 (SRM) or maps onto a valid action (Baseline)."""
-        st, srm = self.state, self.cfg.srm
+        st, srm, gate = self.state, self.cfg.srm, self.parts.gate
         tries = 0
-        while st.buffer and (not srm.enabled or tries < srm.gate1_max_buffer_tries):
+        while st.buffer and (gate is None or tries < srm.gate1_max_buffer_tries):
             item: Buffered = st.buffer.popleft()
             tries += 1
-            if srm.enabled:
+            if gate is not None:
                 if item.gated_step == w.step:  # admitted by Gate-1 a moment ago, in this very state
                     if not self._unnamed_focus(w, valid, item.text):
                         return item.text, item.source
                 else:
-                    d = self.gate.check(item.text, item.source, self._gate_ctx(valid, w.step))
+                    d = gate.check(item.text, item.source, self._gate_ctx(valid, w.step))
                     w.gate1.append(d)
                     if d.decision != DROP:
                         if not self._unnamed_focus(w, valid, d.result):
@@ -72,6 +72,6 @@ class BufferTurn:
                 w.emit(BufferFailLimit(failures=st.buffer_failures, when="now"))
                 st.buffer.clear()
                 break
-            if srm.enabled and w.drops >= srm.gate1_drops_for_sage and not w.sage_called:
+            if gate is not None and w.drops >= srm.gate1_drops_for_sage and not w.sage_called:
                 break  # two drops in one step: Sage decides this step (once)
         return None, ""

@@ -6,7 +6,7 @@ from collections import deque
 from typing import Sequence
 
 from ..actions import action_key, is_focus, never_a_focus_target
-from ..decisions import FocusReview, SageFallback, SagePick, SageProblem
+from ..decisions import FocusReview, OptionScores, SageFallback, SagePick, SageProblem
 from ..episode import Buffered
 from ..sage import SageContext
 from ..swift.model import SwiftProposal
@@ -70,6 +70,8 @@ class SageTurn:
         w.llm_calls += res.llm_calls
         for p in res.problems:
             w.emit(SageProblem(text=p))
+        if res.scores:
+            w.emit(OptionScores(purpose="ground", options=[o for o, _s in res.scores], scores=[s for _o, s in res.scores]))
         if res.options:
             for a in res.actions:
                 w.emit(SagePick(action=a, option=res.options.index(a) + 1 if a in res.options else None,
@@ -101,6 +103,9 @@ class SageTurn:
         w.llm_calls += res.llm_calls
         for p in res.problems:
             w.emit(SageProblem(text=p))
+        if res.scores:
+            w.emit(OptionScores(purpose="focus_review", options=[o for o, _s in res.scores],
+                                scores=[s for _o, s in res.scores]))
         if res.error:
             w.emit(SageFallback(reason="failed", error=str(res.error)))
             return None, ""

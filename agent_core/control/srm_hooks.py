@@ -6,7 +6,7 @@ import time
 from collections import deque
 from typing import Sequence
 
-from ..actions import action_key, strip_decorations
+from ..actions import action_key, is_focus, strip_decorations
 from ..decisions import CriticWaiting, Safeguard
 from ..episode import Buffered
 from ..episode.reducer import menu_key
@@ -21,7 +21,9 @@ class SRMHooks:
 
     def _gate_ctx(self, valid: Sequence[str], step: int) -> GateContext:
         st, ss = self.state, self.state.swift_state
-        live = step <= st.avoid_until  # a stagnation report's list and constraints still bind
+        # a stagnation report's list and "no focus" bind Swift and Sage only under avoid_binds = "all" (else they
+        # reach the Critic's prompt alone)
+        live = self.cfg.srm.avoid_binds == "all" and step <= st.avoid_until
         return GateContext(valid=valid, look=ss.look, inventory=ss.inventory, focus_done=st.focus_done,
                            focus_limit=self._focus_limit, avoid=st.avoid if live else (), no_focus=live and bool(st.avoid),
                            embedder=LazyEmbedder(lambda: self.embedder))
@@ -31,7 +33,7 @@ class SRMHooks:
         st = self.state
         options = self.last.menu
         request = self.records[-1].action if self.records else ""
-        if self.cfg.srm.enabled:
+        if self.parts.gate is not None:
             # the same menu (same options) coming back means the last answer led nowhere: try another option
             key = menu_key(options)
             i, why = menu_choice(request, options, st.menu_tried.get(key, []), task=st.swift_state.task_description)
@@ -51,7 +53,7 @@ class SRMHooks:
         """Serve a pending stagnation report: call the Critic if its rules allow, else record why not."""
         st, c = self.state, self.cfg.srm
         rep = st.pending_report
-        if rep is None or not c.critic_enabled:
+        if rep is None or self.parts.critic is None:
             return
         rstep = st.pending_report_step
 
@@ -82,14 +84,17 @@ class SRMHooks:
         ss = st.swift_state
         hist = [(r.action, r.observation, r.reward) for r in self.records]  # every step, no-ops included
         ctx = CriticContext(task=ss.task_description, look=ss.look, inventory=ss.inventory, score=ss.score,
-                            time=len(self.records), history=hist, report=rep, valid=valid)
+                            time=len(self.records), history=hist, report=rep, valid=valid,
+                            plan=" ".join(st.plan.values()) if st.plan else "")
+        if c.critic_valid_order == "ranked" and hasattr(self.swift, "rank"):
+            ctx.swift_ranked = self.swift.rank(ss, [v for v in valid if not is_focus(v)], 10)
         if self.amm is not None:  # Full: the cached T2 / T3 records are the Critic's evidence
             ev = self.amm.critic_evidence(w.step, st.amm_t2, st.amm_t3)
             if ev is not None:
                 w.retrievals.append(ev)
                 ctx.memory = ev.injected_text
         t0 = time.perf_counter()
-        call, ans = self.critic.ask(ctx)
+        call, ans = self.parts.critic.ask(ctx)
         w.timings["critic"] = time.perf_counter() - t0
         w.llm_calls.append(call)
         st.critic_calls += 1
@@ -112,11 +117,11 @@ class SRMHooks:
         admitted: list[str] = []
         for a in kept:
             if not admitted:
-                d = self.gate.check(a, "critic", self._gate_ctx(valid, w.step))
+                d = self.parts.gate.check(a, "critic", self._gate_ctx(valid, w.step))
                 w.gate1.append(d)
                 text = d.result if d.decision != DROP else None
             else:
-                d = self.gate.precheck(a, "critic")
+                d = self.parts.gate.precheck(a, "critic")
                 if d is not None:
                     w.gate1.append(d)
                 text = None if d is not None else strip_decorations(a)[0]

@@ -12,6 +12,7 @@ from ..srm.loop_guard import apply_loop_guard
 from ..swift.model import SwiftProposal
 from ..trace import Trigger
 from .draft import StepDraft, timed
+from .policies import invalid_fires
 
 
 class SwiftTurn:
@@ -21,10 +22,10 @@ class SwiftTurn:
         st, srm = self.state, self.cfg.srm
         t0 = time.perf_counter()
         prop = self.swift.propose(st.swift_state, valid)
-        if srm.enabled and srm.loop_guard:
-            prop = apply_loop_guard(prop, st.swift_state.history, srm.loop_guard_streak)
+        if self.parts.loop_guard_streak is not None:
+            prop = apply_loop_guard(prop, st.swift_state.history, self.parts.loop_guard_streak)
         w.timings["swift"] = time.perf_counter() - t0
-        if self.amm is not None and action_key(prop.top1) not in {action_key(v) for v in valid}:
+        if self.amm is not None and self._t1_fires(prop, valid):
             prop = self._t1(w, valid, prop)
         w.prop = prop
         if prop.focus_margin is not None:  # how sure Swift is of its focus decides who reviews it
@@ -38,10 +39,11 @@ class SwiftTurn:
         swift_action: str | None = prop.action
         forced: Trigger | None = None
         ranked = [prop.action] + [a for a, _s in prop.valid_ranked if a != prop.action]
-        if srm.enabled:
+        gate = self.parts.gate
+        if gate is not None:
             swift_action, dropped = None, []
             for i, cand in enumerate(ranked[: srm.gate1_max_swift_tries]):
-                d = self.gate.check(cand, "swift", self._gate_ctx(valid, w.step), fallback=i > 0)
+                d = gate.check(cand, "swift", self._gate_ctx(valid, w.step), fallback=i > 0)
                 w.gate1.append(d)
                 if d.decision != DROP:
                     swift_action = d.result
@@ -54,8 +56,8 @@ class SwiftTurn:
                 forced = Trigger("gate1_drops", f"Gate-1 dropped {len(dropped)} of Swift's actions in this step "
                                                 f"(at {srm.gate1_drops_for_sage} drops Sage decides the step, once)",
                                  {"dropped": dropped})
-        fired = self._triggers(prop, swift_action or prop.action, valid) if self.cfg.controller.sage_enabled else []
-        if forced and self.cfg.controller.sage_enabled:
+        fired = self._triggers(prop, swift_action or prop.action, valid) if self.parts.sage else []
+        if forced and self.parts.sage:
             fired.insert(0, forced)
         if fired and not w.sage_called and self._swift_forced(w, fired):
             if swift_action is not None and is_focus(swift_action) and any(f.name == "critical" for f in fired):
@@ -73,29 +75,40 @@ class SwiftTurn:
         # SRM dropped every Swift candidate it tried and Sage gave nothing: the next admissible one, else look
         checked = {d.proposed for d in w.gate1 if d.source == "swift"}
         for cand in [c for c in ranked if c not in checked]:
-            d = self.gate.check(cand, "swift", self._gate_ctx(valid, w.step), fallback=True)
+            d = gate.check(cand, "swift", self._gate_ctx(valid, w.step), fallback=True)
             w.gate1.append(d)
             if d.decision != DROP:
                 return d.result, "swift"
         w.emit(NothingAdmissible())
         return "look around", "swift"
 
+    def _t1_fires(self, prop: SwiftProposal, valid: Sequence[str]) -> bool:
+        """AMM T1's trigger (`amm.t1_trigger`): when the controller's own invalid rule fires, or (the earlier rule)
+        whenever Swift's unconstrained top guess is not a valid action."""
+        keys = {action_key(v) for v in valid}
+        if self.cfg.amm.t1_trigger == "top1":
+            return action_key(prop.top1) not in keys
+        return invalid_fires(prop, keys, self.cfg.controller)
+
     def _t1(self, w: StepDraft, valid: Sequence[str], prop: SwiftProposal) -> SwiftProposal:
         """AMM T1: Swift's top action is invalid. Retrieve what worked, retry Swift once with at most 3 records
-        in a short memory field; a valid retry replaces the proposal, otherwise the invalid trigger calls Sage."""
-        st, srm = self.state, self.cfg.srm
+        in a short memory field; a valid retry among Swift's own top k valid actions (`amm.t1_retry_top_k`)
+        replaces the proposal, otherwise the invalid trigger calls Sage."""
+        st = self.state
         ss = st.swift_state
         with timed(w, "amm"):
-            r = self.amm.t1(w.step, self.last.room, ss.inventory, st.sage_history, prop.top1)
+            r = self.amm.t1(w.step, self.last.room, ss.inventory, st.sage_history, prop.top1, look=ss.look)
         w.retrievals.append(r)
         if r.injected_into != "swift":
             return prop
         with timed(w, "swift"):
             retry = self.swift.propose(ss, valid, memory=r.injected_text)
-            if srm.enabled and srm.loop_guard:
-                retry = apply_loop_guard(retry, ss.history, srm.loop_guard_streak)
+            if self.parts.loop_guard_streak is not None:
+                retry = apply_loop_guard(retry, ss.history, self.parts.loop_guard_streak)
         ok = action_key(retry.top1) in {action_key(v) for v in valid}
-        r.outcome = (f"Swift's retry with memory proposed '{retry.top1}': valid, it replaces '{prop.top1}'" if ok else
-                     f"Swift's retry with memory proposed '{retry.top1}': still invalid, so Sage is called")
-        w.emit(T1Retry(retry=retry.top1, replaced=prop.top1, valid=ok))
-        return retry if ok else prop
+        k = self.cfg.amm.t1_retry_top_k
+        outside = ok and k > 0 and action_key(retry.top1) not in {action_key(a) for a, _s in prop.valid_ranked[:k]}
+        d = T1Retry(retry=retry.top1, replaced=prop.top1, valid=ok, outside_top_k=k if outside else 0)
+        r.outcome = d.describe().removeprefix("AMM T1: ")
+        w.emit(d)
+        return retry if ok and not outside else prop

@@ -11,6 +11,7 @@ from ..config import EvalConfig
 from ..env import catalog
 from ..trace import list_traces, read_episode
 from .metrics import GROUPS, MECHANISM_COLUMNS, aggregate, episode_metrics
+from .paired import paired_section
 from .spec import SPEC_FILE, TRACES, job_from_key
 
 # docs/AGENT.md §8: the paper's reference run (Flan-T5-large Swift, Qwen2.5-7B-Instruct Sage on vLLM, 271 episodes)
@@ -60,6 +61,7 @@ def build_results(out: Path, wall_s: float | None = None, extra: dict[str, Any] 
                                                    r["task_index"], r["variation"])),
            **(extra or {})}
     res["provenance"] = provenance(rows, order)
+    res["paired"] = paired_section(rows, order)
     if wall_s is not None:
         res["wall_s"] = round(wall_s, 1)
     return res
@@ -137,6 +139,7 @@ def markdown(res: dict[str, Any]) -> str:
                   "|---|" + "---|" * len(order)]
         for k in keys:
             lines.append(f"| {k} | " + " | ".join(str(res["presets"][p]["totals"][name].get(k, 0)) for p in order) + " |")
+    lines += paired_markdown(res)
     tasks = {}
     for p in order:
         for t, v in res["presets"][p]["per_task"].items():
@@ -163,6 +166,39 @@ def markdown(res: dict[str, Any]) -> str:
         lines += [f"- {p} {e['task']} v{e['variation']}: {e['error']}" for p, e in errors]
         lines += [f"- {x}" for x in res.get("problems", [])]
     return "\n".join(lines) + "\n"
+
+
+def paired_markdown(res: dict[str, Any]) -> list[str]:
+    """The paired comparison against Baseline (agent_core/evaluate/paired.py), in words and tables."""
+    paired = res.get("paired") or {}
+    if not paired:
+        return []
+    lines = ["", "## Paired against Baseline (same task and variation)", "",
+             "Each preset's Final minus Baseline's on the same task-variation; the interval is a 95% t-interval of "
+             "the mean difference. A pair *diverged* when the two episodes took a different action somewhere.", "",
+             "| config | pairs | mean difference [95% interval] | diverged | losses decided by a design rule |",
+             "|---|---|---|---|---|"]
+    for p, d in paired.items():
+        iv = d["interval"]
+        sure = " (excludes 0)" if iv.get("excludes_zero") else ""
+        lines.append(f"| {PRESET_LABEL.get(p, p)} | {iv['n']} | {iv['mean']:+.2f} [{iv['low']:+.2f}, "
+                     f"{iv['high']:+.2f}]{sure} | {d['diverged']} | {d['rule_losses']} |")
+    lines += ["", "### Where the divergent pairs parted (first divergent step, by the mechanism that decided it)", "",
+              "| config | mechanism | kind | pairs | gained | lost | total Final change |", "|---|---|---|---|---|---|---|"]
+    for p, d in paired.items():
+        for m, v in d["by_mechanism"].items():
+            lines.append(f"| {PRESET_LABEL.get(p, p)} | {m} | {v['kind']} | {v['pairs']} | {v['gained']} | "
+                         f"{v['lost']} | {v['change']:+.1f} |")
+    lines += ["", "### Divergent pairs", "", "| config | task | v | Baseline | preset | step | mechanism | what |",
+              "|---|---|---|---|---|---|---|---|"]
+    for p, d in paired.items():
+        for r in d["rows"]:
+            if r["diverged_at"] is None:
+                continue
+            lines.append(f"| {PRESET_LABEL.get(p, p)} | {r['task']} | {r['variation']} | {r['final_ref']:g} | "
+                         f"{r['final']:g} | {r['diverged_at']} | {r['mechanism']} ({r['kind']}) | "
+                         f"{r['detail'][:140].replace('|', '/')} |")
+    return lines
 
 
 def write_reports(out: Path, wall_s: float | None = None, extra: dict[str, Any] | None = None) -> dict[str, Any]:

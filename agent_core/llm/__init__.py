@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from .base import (ChatResult, LLMBackend, LLMCancelled, LLMConnectionError, LLMError, LLMExhausted, LLMHTTPError,
-                   LLMMalformedReply, LLMTimeoutError, Message, as_messages, prompt_text)
+                   LLMMalformedReply, LLMTimeoutError, Message, ScoreResult, ScoringUnsupported, as_messages,
+                   prompt_text)
 from .scripted import ScriptedBackend
 
 BACKENDS = ("embedded", "openai", "scripted")
@@ -31,5 +32,6 @@ def make_backend(llm_cfg, script=None, seed: int = 0) -> LLMBackend:
 
 
 __all__ = ["BACKENDS", "ChatResult", "LLMBackend", "LLMCancelled", "LLMConnectionError", "LLMError", "LLMExhausted",
-           "LLMHTTPError", "LLMMalformedReply", "LLMTimeoutError", "Message", "ScriptedBackend",
+           "LLMHTTPError", "LLMMalformedReply", "LLMTimeoutError", "Message", "ScoreResult", "ScoringUnsupported",
+           "ScriptedBackend",
            "as_messages", "make_backend", "prompt_text"]

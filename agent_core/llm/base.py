@@ -63,6 +63,29 @@ class ChatResult:
     extra: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass
+class ScoreResult:
+    """How likely the model finds each continuation as its whole reply after one shared prompt: the sum of the
+    tokens' log-probabilities and their count (the reply's end token included, so `pick up cup` is not scored as
+    the start of `pick up cup containing water`). `mean` is the length-normalised score a pick compares."""
+
+    logprobs: list[float]
+    tokens: list[int]
+    prompt_tokens: int  # tokens of the shared prompt the model read for this call (what was not cached)
+    scored_tokens: int  # continuation tokens read, all options together
+    latency_s: float
+    backend: str
+    model: str
+
+    @property
+    def mean(self) -> list[float]:
+        return [lp / max(1, n) for lp, n in zip(self.logprobs, self.tokens)]
+
+
+class ScoringUnsupported(LLMError):
+    """This backend or server cannot score given replies (no prompt log-probabilities): the caller generates."""
+
+
 def as_messages(prompt: str | Sequence[Message], system: str | None = None) -> list[Message]:
     if isinstance(prompt, str):
         msgs: list[Message] = [{"role": "user", "content": prompt}]
@@ -99,6 +122,12 @@ class LLMBackend(ABC):
              cancel: threading.Event | None = None) -> ChatResult:
         """`cancel`: when set while the call runs, the call stops as soon as it can and raises LLMCancelled."""
         ...
+
+    def score(self, messages: str | Sequence[Message], continuations: Sequence[str], *,
+              timeout: float | None = None) -> ScoreResult:
+        """The log-probability of each continuation as the assistant's reply to `messages` (one shared prompt,
+        read once). Backends that cannot raise ScoringUnsupported."""
+        raise ScoringUnsupported(self.name, "this backend cannot score replies")
 
     def generate(self, prompt: str) -> str:
         """Plain prompt -> text; the callable shape memory_store expects."""

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Sequence
 
 from .base import (ChatResult, LLMBackend, LLMCancelled, LLMError, LLMMalformedReply, LLMTimeoutError, Message,
-                   as_messages)
+                   ScoreResult, as_messages)
 
 
 @dataclass(frozen=True)
@@ -185,6 +185,7 @@ class EmbeddedBackend(LLMBackend):
         self.timeout = timeout
         self.seed = seed
         self._llm = None
+        self._formatter = None
 
     def _load(self):
         if self._llm is None:
@@ -257,6 +258,86 @@ class EmbeddedBackend(LLMBackend):
         return ChatResult(text="".join(parts), prompt_tokens=max(0, total - n_chunks), completion_tokens=n_chunks,
                           latency_s=latency, backend=self.name, model=self.model, finish_reason=finish,
                           extra={"threads": str(self.last_threads)})
+
+
+    # ------------------------------------------------------------------ scoring given replies
+    def _prompt_tokens(self, llm, messages: str | Sequence[Message]) -> list[int]:
+        """The chat prompt exactly as `chat` sends it (the GGUF's own template, generation prompt added)."""
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        if self._formatter is None:
+            eos, bos = llm.token_eos(), llm.token_bos()
+            text = llm._model.token_get_text  # noqa: SLF001 - llama-cpp-python keeps the vocabulary here
+            self._formatter = Jinja2ChatFormatter(template=llm.metadata["tokenizer.chat_template"],
+                                                  eos_token=text(eos) if eos != -1 else "",
+                                                  bos_token=text(bos) if bos != -1 else "")
+        r = self._formatter(messages=as_messages(messages))
+        return llm.tokenize(r.prompt.encode("utf-8"), add_bos=not r.added_special, special=True)
+
+    def score(self, messages: str | Sequence[Message], continuations: Sequence[str], *,
+              timeout: float | None = None) -> ScoreResult:
+        """Each continuation as the whole assistant reply: the shared prompt is read once (and what the previous
+        call left in llama.cpp's cache is reused: Sage's plan and its conversation), then each continuation's
+        tokens plus the end-of-turn token are read in one batch with their logits."""
+        import numpy as np
+
+        llm = self._load()
+        limit = timeout if timeout is not None else self.timeout
+        if not _LOCK.acquire(timeout=self.queue_timeout):
+            raise LLMTimeoutError(self.name, f"{self.model} was busy for more than {self.queue_timeout:g} s")
+        t0 = time.perf_counter()
+        try:
+            try:
+                self.last_threads = self.n_threads or auto_threads()
+                _set_threads(llm, self.last_threads)
+                prefix = self._prompt_tokens(llm, messages)
+                end = llm.tokenize("<|im_end|>".encode(), add_bos=False, special=True)
+                end = end if len(end) == 1 else [llm.token_eos()]
+                if len(prefix) + max((len(c) for c in continuations), default=0) + 64 > self.n_ctx:
+                    raise LLMError(self.name, f"{self.model}: the prompt ({len(prefix)} tokens) and the options do not "
+                                              f"fit the {self.n_ctx}-token context")
+                # reuse the cached prefix; the prompt's last token is read again with each option (its logits
+                # score the option's first token)
+                cached = int(llm.n_tokens)
+                common = 0
+                for a, b in zip(llm.input_ids[:cached], prefix):
+                    if a != b:
+                        break
+                    common += 1
+                common = min(common, len(prefix) - 1)
+                llm.n_tokens = common
+                llm.eval(prefix[common:-1])
+                base = len(prefix) - 1
+                n_vocab = llm.n_vocab()
+                sums, counts, scored = [], [], 0
+                for text in continuations:
+                    toks = llm.tokenize(text.encode("utf-8"), add_bos=False, special=False) + end
+                    seq = [prefix[-1]] + toks
+                    llm._ctx.kv_cache_seq_rm(-1, base, -1)  # noqa: SLF001 - drop the previous option
+                    llm._batch.set_batch(batch=seq, n_past=base, logits_all=True)  # noqa: SLF001
+                    llm._ctx.decode(llm._batch)  # noqa: SLF001
+                    logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(len(seq) * n_vocab,))  # noqa: SLF001
+                    rows = logits.reshape(len(seq), n_vocab)[:-1].astype(np.float64)
+                    top = rows.max(axis=1, keepdims=True)
+                    lse = top[:, 0] + np.log(np.exp(rows - top).sum(axis=1))
+                    sums.append(float((rows[np.arange(len(toks)), toks] - lse).sum()))
+                    counts.append(len(toks))
+                    scored += len(toks)
+                    if time.perf_counter() - t0 > limit:
+                        raise LLMTimeoutError(self.name, f"{self.model} did not score {len(continuations)} options "
+                                                         f"within {limit:g} s")
+                llm._ctx.kv_cache_seq_rm(-1, base, -1)  # noqa: SLF001 - the cache holds the prompt (less one token)
+                llm.n_tokens = base
+            except LLMError:
+                llm.n_tokens = 0  # the cache's state is unknown: the next call reads its prompt afresh
+                raise
+            except Exception as e:  # noqa: BLE001 - a llama.cpp failure is a typed one
+                llm.n_tokens = 0
+                raise LLMError(self.name, f"{self.model}: {type(e).__name__}: {e}") from e
+        finally:
+            _LOCK.release()
+        return ScoreResult(logprobs=sums, tokens=counts, prompt_tokens=len(prefix) - 1 - common, scored_tokens=scored,
+                           latency_s=time.perf_counter() - t0, backend=self.name, model=self.model)
 
 
 def main() -> None:

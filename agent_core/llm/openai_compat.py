@@ -14,7 +14,7 @@ import httpx
 import openai
 
 from .base import (ChatResult, LLMBackend, LLMCancelled, LLMConnectionError, LLMHTTPError, LLMMalformedReply,
-                   LLMTimeoutError, Message, as_messages)
+                   LLMTimeoutError, Message, ScoreResult, ScoringUnsupported, as_messages)
 
 
 def _cancellable(fn, cancel: threading.Event, backend: str):
@@ -104,6 +104,67 @@ class OpenAICompatBackend(LLMBackend):
             backend=self.name, model=getattr(resp, "model", None) or model,
             finish_reason=choices[0].finish_reason or "",
         )
+
+    # ------------------------------------------------------------------ scoring given replies (vLLM)
+    def _post(self, url: str, body: dict, timeout: float) -> dict:
+        headers = {"Authorization": f"Bearer {self._client.api_key}"}
+        try:
+            r = httpx.post(url, json=body, headers=headers, timeout=timeout)
+        except Exception as e:  # noqa: BLE001 - mapped like chat failures
+            raise self._map(e) from e
+        if r.status_code in (404, 405):
+            raise ScoringUnsupported(self.name, f"{url} answered HTTP {r.status_code}: this server cannot score "
+                                                f"replies (vLLM's /tokenize and prompt_logprobs are needed)")
+        if r.status_code >= 400:
+            raise LLMHTTPError(self.name, f"HTTP {r.status_code} from {url}: {r.text[:300]}", status=r.status_code)
+        try:
+            return r.json()
+        except ValueError as e:
+            raise LLMMalformedReply(self.name, f"malformed reply from {url}: {e}") from e
+
+    def score(self, messages: str | Sequence[Message], continuations: Sequence[str], *,
+              timeout: float | None = None) -> ScoreResult:
+        """vLLM: the server renders its own chat template (`/tokenize` with messages), each continuation is the
+        assistant's whole reply (the template's end-of-turn included), and one `/v1/completions` request with
+        `prompt_logprobs` scores them all; the shared prompt is read once thanks to vLLM's prefix cache."""
+        model = self.resolve_model()
+        limit = timeout if timeout is not None else self.timeout
+        root = self.base_url.removesuffix("/v1")
+        t0 = time.perf_counter()
+        msgs = as_messages(messages)
+        prefix = self._post(f"{root}/tokenize", {"model": model, "messages": msgs, "add_generation_prompt": True},
+                            limit).get("tokens")
+        if not isinstance(prefix, list) or not prefix:
+            raise ScoringUnsupported(self.name, f"{root}/tokenize gave no tokens for the prompt")
+        prompts = []
+        for c in continuations:
+            full = self._post(f"{root}/tokenize", {"model": model, "messages": msgs + [{"role": "assistant",
+                                                                                       "content": c}],
+                                                   "add_generation_prompt": False}, limit).get("tokens") or []
+            if full[:len(prefix)] != prefix or len(full) <= len(prefix):
+                raise LLMMalformedReply(self.name, "the chat template does not extend the prompt with the reply")
+            prompts.append(full)
+        out = self._post(f"{self.base_url}/completions", {"model": model, "prompt": prompts, "max_tokens": 1,
+                                                           "temperature": 0.0, "prompt_logprobs": 0}, limit)
+        choices = sorted(out.get("choices") or [], key=lambda c: c.get("index", 0))
+        if len(choices) != len(prompts) or any(c.get("prompt_logprobs") is None for c in choices):
+            raise ScoringUnsupported(self.name, f"{self.base_url}/completions returned no prompt_logprobs")
+        sums, counts = [], []
+        for toks, ch in zip(prompts, choices):
+            lps = ch["prompt_logprobs"]
+            total = 0.0
+            for pos in range(len(prefix), len(toks)):
+                entry = lps[pos] or {}
+                got = entry.get(str(toks[pos]))
+                if got is None:
+                    raise LLMMalformedReply(self.name, f"no log-probability for prompt token {pos}")
+                total += float(got["logprob"] if isinstance(got, dict) else got)
+            sums.append(total)
+            counts.append(len(toks) - len(prefix))
+        usage = out.get("usage") or {}
+        return ScoreResult(logprobs=sums, tokens=counts, prompt_tokens=int(usage.get("prompt_tokens", 0) or 0),
+                           scored_tokens=sum(counts), latency_s=time.perf_counter() - t0, backend=self.name,
+                           model=model)
 
     def _map(self, e: Exception) -> Exception:
         where = self.base_url

@@ -5,10 +5,11 @@ import threading
 import time
 from typing import Callable, Sequence
 
-from .base import (ChatResult, LLMBackend, LLMCancelled, LLMError, LLMExhausted, Message, as_messages, prompt_text,
-                   turn_text)
+from .base import (ChatResult, LLMBackend, LLMCancelled, LLMError, LLMExhausted, Message, ScoreResult,
+                   ScoringUnsupported, as_messages, prompt_text, turn_text)
 
 Script = Sequence[str | Exception] | Callable[[str], str]
+Scorer = Callable[[str, str], float]  # (the message answered, a continuation) -> its mean log-probability
 
 
 class ScriptedBackend(LLMBackend):
@@ -18,11 +19,27 @@ class ScriptedBackend(LLMBackend):
 
     name = "scripted"
 
-    def __init__(self, script: Script, model: str = "scripted"):
+    def __init__(self, script: Script, model: str = "scripted", scorer: Scorer | None = None):
         self.model = model
+        self._scorer = scorer  # None: this backend cannot score (Sage generates its pick, as with a plain server)
         self._fn = script if callable(script) else None
         self._items = list(script) if not callable(script) else []
         self.calls: list[str] = []
+
+    def score(self, messages: str | Sequence[Message], continuations: Sequence[str], *,
+              timeout: float | None = None) -> ScoreResult:
+        if self._scorer is None:
+            raise ScoringUnsupported(self.name, "no scorer given")
+        t0 = time.perf_counter()
+        prompt = prompt_text(as_messages(messages))
+        self.calls.append(prompt)
+        item = turn_text(messages)
+        means = [float(self._scorer(item, c)) for c in continuations]
+        if any(isinstance(m, float) and m != m for m in means):
+            raise LLMError(self.name, "the scorer returned NaN")
+        return ScoreResult(logprobs=means, tokens=[1] * len(means), prompt_tokens=len(prompt.split()),
+                           scored_tokens=len(means), latency_s=time.perf_counter() - t0, backend=self.name,
+                           model=self.model)
 
     def chat(self, messages: str | Sequence[Message], *, max_tokens: int = 256, temperature: float = 0.0,
              stop: Sequence[str] | None = None, timeout: float | None = None,

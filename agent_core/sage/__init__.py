@@ -24,10 +24,10 @@ from typing import Sequence
 from ..actions import (MOVE_VERBS, action_key, argument_of, canonical, is_focus, names_everything, normalize,
                        same_verb_class, self_referential, strip_decorations, verb_of)
 from ..config import SageConfig
-from ..llm import LLMBackend, LLMError
+from ..llm import LLMBackend, LLMError, ScoringUnsupported
 from ..llm.base import Message, prompt_text
 from ..trace import ActionMapping, LLMCall
-from .choices import build_choices, format_choices, parse_choices
+from .choices import build_choices, format_choices, parse_choices, task_names
 
 PROMPTS = Path(__file__).resolve().parent / "prompts"
 QUESTIONS = ("Q1", "Q2", "Q3", "Q4", "Q5")
@@ -157,7 +157,8 @@ class SageResult:
     error: str | None = None  # an LLM failure: the controller falls back to Swift
     seconds: float = 0.0
     options: list[str] = field(default_factory=list)  # the numbered list offered (numbered grounding)
-    picked_how: list[str] = field(default_factory=list)  # per action: number | echo | free (choices.py)
+    picked_how: list[str] = field(default_factory=list)  # per action: number | echo | free | score (choices.py)
+    scores: list[tuple[str, float]] = field(default_factory=list)  # sage.pick = score: every option, best first
 
 
 @dataclass
@@ -187,6 +188,7 @@ def _history(ctx: SageContext, k: int, clip: int = 160) -> str:
     return "\n".join(rows) or "(none yet)"
 
 
+NONE_YET = "none of them yet"
 _NONE_YET = re.compile(r"^[\s*`#>]*(?:option\s*)?0(?!\d)", re.I)
 FOCUS_NOTE = ("A 'focus on' ends the task at once when it names the wrong object: pick one only if it is "
               "exactly what the task asks for.")
@@ -208,6 +210,8 @@ class Sage:
         self.ground_template = load_prompt("ground")
         self.example_template = load_prompt("example")
         self.focus_template = load_prompt("focus")
+        self.choose_score_template = load_prompt("choose_score_turn")
+        self.focus_score_template = load_prompt("focus_score")
 
     def _call(self, purpose: str, prompt: str | list[Message], max_tokens: int,
               stop: list[str] | None = None) -> LLMCall:
@@ -223,6 +227,38 @@ class Sage:
         except Exception as e:  # noqa: BLE001 - e.g. a RuntimeError inside llama.cpp: recorded, Swift acts
             call.error = f"{type(e).__name__} in the {self.llm.name} backend: {e}"
         return call
+
+    def _score(self, purpose: str, prompt: str | list[Message], options: Sequence[str],
+               ) -> tuple[LLMCall, list[tuple[str, float]] | None]:
+        """Every option's mean log-probability per token as the model's reply to `prompt`, best first (ties by the
+        option's text, so the order they came in never matters). None: the backend cannot score (the caller
+        generates instead); an LLM failure is in the call's `error`."""
+        shown = prompt if isinstance(prompt, str) else prompt_text(prompt)
+        call = LLMCall(purpose=purpose, backend=self.llm.name, model=self.llm.model or "", prompt=shown)
+        try:
+            r = self.llm.score(prompt, list(options))
+        except ScoringUnsupported:
+            return call, None
+        except LLMError as e:
+            call.error = str(e)
+            return call, []
+        except Exception as e:  # noqa: BLE001 - e.g. a RuntimeError inside llama.cpp: recorded, Swift acts
+            call.error = f"{type(e).__name__} in the {self.llm.name} backend: {e}"
+            return call, []
+        ranked = sorted(zip(options, r.mean), key=lambda os: (-os[1], action_key(os[0])))
+        call.output = ranked[0][0] if ranked else ""
+        call.prompt_tokens, call.completion_tokens, call.latency_s = r.prompt_tokens, r.scored_tokens, r.latency_s
+        call.cpu_threads = int(getattr(self.llm, "last_threads", 0) or 0)
+        return call, [(o, round(s, 4)) for o, s in ranked]
+
+    def score_messages(self, ctx: SageContext, plan_reply: str, options: Sequence[str]) -> list[Message]:
+        """The pick by meaning: the plan's conversation, then the options in alphabetical order (a fixed order:
+        the same options give the same prompt however they were ranked)."""
+        note = FOCUS_NOTE if any(is_focus(o) for o in options) else ""
+        turn = self.choose_score_template.format(options=format_choices(sorted(options, key=action_key),
+                                                                        numbered=False), focus_note=note)
+        return [{"role": "user", "content": self.plan_prompt(ctx)}, {"role": "assistant", "content": plan_reply},
+                {"role": "user", "content": turn.strip() + "\n"}]
 
     def _examples(self, ctx: SageContext) -> str:
         return "\n".join(self.example_template.format(task=_clip(d, 300), actions="; ".join(a[:25]))
@@ -291,8 +327,28 @@ class Sage:
         first) and answers with a number, or "none of them yet" (`actions` empty, `picked_how` ["none"]).
         No Q1-Q5 plan: the question is narrower than a plan, and the call takes a few seconds."""
         t0 = time.perf_counter()
-        options = list(dict.fromkeys(ctx.focus))[: self.cfg.choices]
+        # the targets the task names are always offered (Swift's summed log-probability ranks long names low)
+        focus = list(dict.fromkeys(ctx.focus))
+        named = [a for a in focus if task_names(a, ctx.task)]
+        options = list(dict.fromkeys(named + focus))[: max(self.cfg.choices, len(named))]
         res = SageResult(plan={}, actions=[], options=options)
+        if self.cfg.pick == "score":
+            prompt = self.focus_score_template.format(
+                task=ctx.task, look=_clip(ctx.look, self.cfg.look_chars), inventory=_clip(ctx.inventory, 200),
+                history=_history(ctx, self.cfg.grounding_history_k, self.cfg.history_obs_chars),
+                options=format_choices(sorted(options, key=action_key), numbered=False))
+            call, ranked = self._score("focus_review", prompt, options + [NONE_YET])
+            if ranked is not None:
+                res.llm_calls.append(call)
+                if call.error:
+                    res.error = call.error
+                else:
+                    res.scores = ranked
+                    best = ranked[0][0]
+                    res.actions, res.picked_how = ([], ["none"]) if best == NONE_YET else ([best], ["score"])
+                res.seconds = time.perf_counter() - t0
+                return res
+            res.problems.append("focus review: this backend cannot score options; the model wrote its answer")
         call = self._call("focus_review", self.focus_prompt(ctx, options), self.cfg.choose_max_tokens)
         res.llm_calls.append(call)
         if call.error:
@@ -322,8 +378,23 @@ class Sage:
             return res
         res.plan, problems = parse_plan(plan_call.output)
         res.problems += [f"plan: {p}" for p in problems]
-        if self.cfg.grounding == "numbered" and ctx.valid:
+        if self.cfg.grounding == "numbered" and ctx.valid and self.cfg.pick == "score":
             res.options = self.options(ctx, res.plan)
+            if res.options:
+                call, ranked = self._score("ground", self.score_messages(ctx, plan_call.output, res.options),
+                                           res.options)
+                if ranked is not None:
+                    res.llm_calls.append(call)
+                    if call.error:
+                        res.error = call.error
+                    else:
+                        res.scores = ranked
+                        res.actions, res.picked_how = [ranked[0][0]], ["score"]
+                    res.seconds = time.perf_counter() - t0
+                    return res
+                res.problems.append("grounding: this backend cannot score options; the model wrote its pick")
+        if self.cfg.grounding == "numbered" and ctx.valid:
+            res.options = res.options or self.options(ctx, res.plan)
             prompt = (self.choose_messages(ctx, plan_call.output, res.options) if self.cfg.choose_turn
                       else self.choose_prompt(ctx, res.plan, res.options))
             ground_call = self._call("ground", prompt, self.cfg.choose_max_tokens)

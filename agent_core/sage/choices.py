@@ -17,7 +17,8 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from ..actions import action_key, is_focus, self_referential, strip_decorations, treats_room_as_object, verb_of
+from ..actions import (action_key, argument_of, is_focus, self_referential, strip_decorations, treats_room_as_object,
+                       verb_of)
 
 # how much of the list each source may take (the rest comes from the plan's similarity)
 SWIFT_SHARE = 10
@@ -61,6 +62,17 @@ def build_choices(valid: Sequence[str], plan_text: str, swift_ranked: Sequence[s
     for a in picked:
         first_of_verb.setdefault(verb_of(a) or a.split()[0], rank[a])
     return sorted(picked, key=lambda a: (first_of_verb[verb_of(a) or a.split()[0]], rank[a]))
+
+
+_TASK_STOP = frozenset({"the", "a", "an", "of", "in", "on", "to", "containing", "with", "and"})
+
+
+def task_names(action: str, task: str) -> bool:
+    """Does the task description name the object of this `focus on` (every word of it; a location such as "in
+    kitchen" aside)?"""
+    obj = re.split(r"\s+in\s+", argument_of(action))[0]
+    words = set(re.findall(r"[a-z0-9]+", obj)) - _TASK_STOP
+    return bool(words) and words <= set(re.findall(r"[a-z0-9]+", task.lower()))
 
 
 def format_choices(options: Sequence[str], numbered: bool = True) -> str:

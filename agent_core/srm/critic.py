@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from ..actions import action_key, is_focus, is_move
+from ..actions import (action_key, argument_of, is_focus, is_move, self_referential, treats_room_as_object,
+                       unseen_words, verb_of)
 from ..config import SRMConfig
 from ..llm import LLMBackend, LLMError
 from ..sage import parse_actions
@@ -32,6 +33,8 @@ class CriticContext:
     report: StagnationReport
     valid: Sequence[str]
     memory: str = ""  # AMM's evidence block (header + records that worked / to avoid), inserted verbatim
+    swift_ranked: Sequence[str] = ()  # Swift's best valid actions, best first (srm.critic_valid_order = ranked)
+    plan: str = ""  # Sage's current plan, if any: similarity to it orders the rest
 
 
 @dataclass
@@ -69,6 +72,44 @@ def parse_answer(text: str, max_actions: int) -> CriticAnswer:
     return ans
 
 
+_STOP = {"the", "a", "an", "to", "of", "your", "is", "task", "and", "in", "on", "it", "you", "when", "are", "done",
+         "containing", "into", "with", "for", "that", "this", "be", "then", "first"}
+
+
+def rank_valid(valid: Sequence[str], report: StagnationReport, task: str, limit: int, swift_ranked: Sequence[str] = (),
+               plan: str = "", look: str = "", inventory: str = "", per_group: int = 2) -> list[str]:
+    """The valid actions the Critic may choose from, in an order that means something (`critic_valid_order =
+    ranked`): no focus, none to avoid, nothing the game only generates (`use axe on axe`, `pour cup into
+    kitchen`); Swift's own ranking first, then actions on objects in view before those out of sight, then the
+    words they share with the task and the plan. At most `per_group` actions with the same verb and first object
+    (five `dunk cup containing orange juice in ...` lines say one thing)."""
+    avoid = {action_key(a) for a in report.actions_to_avoid}
+    want = set(re.findall(r"[a-z]+", f"{task} {plan}".lower())) - _STOP
+    swift = {action_key(a): i for i, a in enumerate(swift_ranked)}
+    rows = []
+    seen: set[str] = set()
+    for i, v in enumerate(valid):
+        k = action_key(v)
+        if k in seen or k in avoid or is_focus(v) or self_referential(v) or treats_room_as_object(v):
+            continue
+        seen.add(k)
+        hidden = bool(look or inventory) and bool(unseen_words(v, look, inventory))
+        overlap = len(want & set(re.findall(r"[a-z]+", v.lower())))
+        rows.append((swift.get(k, len(swift)), hidden, -overlap, i, v))
+    rows.sort()
+    out: list[str] = []
+    groups: dict[tuple[str, str], int] = {}
+    for *_key, v in rows:
+        g = (verb_of(v), (re.split(r"\s+(?:to|in|into|on|onto)\s+", argument_of(v)) or [""])[0])
+        if groups.get(g, 0) >= per_group and action_key(v) not in swift:
+            continue
+        groups[g] = groups.get(g, 0) + 1
+        out.append(v)
+        if len(out) >= limit:
+            break
+    return out
+
+
 def filter_valid(valid: Sequence[str], report: StagnationReport, task: str, limit: int) -> list[str]:
     """The valid actions the Critic may choose from: no focus, none to avoid, most relevant to the task
     first (shared words with the task description), then the game's order."""
@@ -102,7 +143,9 @@ class Critic:
         report = "\n".join([f"- {m}: {w}" for m, w in zip(rep.modes, rep.explanation)] +
                            [f"- actions to avoid: {', '.join(repr(a) for a in rep.actions_to_avoid) or '(none)'}"])
         memory = f"\n{ctx.memory}\n" if ctx.memory else ""  # AMM's evidence block, with its own header
-        valid = filter_valid(ctx.valid, rep, ctx.task, c.critic_valid_list_max)
+        valid = (rank_valid(ctx.valid, rep, ctx.task, c.critic_valid_list_max, ctx.swift_ranked, ctx.plan, ctx.look,
+                            ctx.inventory) if c.critic_valid_order == "ranked" else
+                 filter_valid(ctx.valid, rep, ctx.task, c.critic_valid_list_max))
         return self.template.format(task=ctx.task, look=clean(ctx.look, 900), inventory=clean(ctx.inventory, 200),
                                     score=int(ctx.score), time=ctx.time, history="\n".join(rows) or "(none)",
                                     report=report, constraints="\n".join(f"- {x}" for x in rep.constraints),

@@ -15,7 +15,7 @@ from typing import Sequence
 
 from ..actions import (ARTICLES, MOVE_VERBS, action_key, argument_of, canonical, is_focus, normalize,
                        names_everything, same_verb_class, self_referential, split_verb, strip_decorations,
-                       verb_of)
+                       unseen_words, verb_of)
 from ..config import SRMConfig
 from ..trace import Gate1Decision
 
@@ -39,6 +39,9 @@ REASONS: dict[str, str] = {
     "NOT_IN_VALID_ACTIONS": "not a valid action in the current state, and no small, safe repair makes it one",
     "NO_VERB": "no known command verb: it cannot be checked or repaired safely",
     "FOCUS_TARGET_NOT_VISIBLE": "'focus on' an object that is neither in the room nor in the inventory",
+    "TARGET_NOT_VISIBLE": "names an object that is not in the room, the inventory or an open container (the game "
+                          "lists what is inside closed containers too, and answers 'No known action' when it is "
+                          "played)",
     "FOCUS_LIMIT": "one 'focus on' too many: the task takes only so many, and a wrong focus ends it",
     "NO_OP_ALREADY_OPEN": "opening something that is already open (it would change nothing)",
     "NO_OP_ALREADY_CLOSED": "closing something that is already closed (it would change nothing)",
@@ -183,6 +186,12 @@ class Gate1:
         result, reason, sim = self._admit(text, kinds, verb, source, ctx)
         if result is None:
             return out(DROP, reason)
+        if self.cfg.gate1_target_unseen and (ctx.look or ctx.inventory) and not is_focus(result):
+            # judged on the admitted action (a typo repaired first); a focus has its own check above
+            missing = unseen_words(result, ctx.look, ctx.inventory)
+            if missing and not (argument_of(result) in GENERIC_REFERENTS):
+                return out(DROP, "TARGET_NOT_VISIBLE", detail=f"'{result}' names {' '.join(missing)!r}, which is not "
+                                                              f"in the room, the inventory or an open container")
         if source in ("swift", "sage") and action_key(result) in {action_key(a) for a in ctx.avoid}:
             return out(DROP, "STAGNATION_AVOID", detail=f"'{result}' is on the stagnation report's list of "
                                                         f"actions to avoid")

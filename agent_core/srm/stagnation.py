@@ -66,7 +66,21 @@ def detect(records: Sequence[StepRecord], cfg: SRMConfig, last_report_step: int 
     now = records[-1].step
     if last_report_step is not None and now - last_report_step < cfg.stagnation_refire_steps:
         return None
-    w = cfg.stagnation_window
+    if cfg.stagnation_restart:
+        # the window starts after the last positive reward or report: what came before was progress, or has been
+        # reported already (the step before the window stays readable, as the state the window's first step left)
+        start = max([r.step for r in records if r.reward > 0] + [last_report_step or 0])
+        n_since = sum(1 for r in records if r.step > start)
+        if n_since < max(cfg.stagnation_min_steps, 2):
+            return None
+        records = records[-(n_since + 1):] if n_since < len(records) else records
+        w = min(cfg.stagnation_window, n_since)
+    else:
+        w = cfg.stagnation_window
+    return _report(records, cfg, w)
+
+
+def _report(records: Sequence[StepRecord], cfg: SRMConfig, w: int) -> StagnationReport | None:
     win = list(records[-w:])
     modes: list[str] = []
     counts: dict[str, int] = {}
@@ -143,8 +157,10 @@ def detect(records: Sequence[StepRecord], cfg: SRMConfig, last_report_step: int 
     if not modes:
         return None
     seen: dict[str, str] = {}
+    never = set(cfg.never_avoid_verbs)  # looking again is how an agent checks: never on the list
     for a in avoid + [r.action for r in records[-cfg.critic_repeat_window:]]:
-        seen.setdefault(action_key(a), a)
+        if verb_of(a) not in never:
+            seen.setdefault(action_key(a), a)
     constraints = ["no 'focus on' now: a wrong focus ends the task, and a stuck agent is not sure"]
     if "MOVE_SPAM" in modes:
         constraints.append(f"at most {cfg.critic_max_moves} move (go to / teleport to): moving has not helped")

@@ -1,0 +1,77 @@
+"""The paired comparison (agent_core/evaluate/paired.py) on synthetic episodes with known answers."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from agent_core.decisions import Safeguard, T1Retry
+from agent_core.evaluate.paired import attribute, compare, first_divergence, t_interval
+from agent_core.evaluate.report import paired_markdown
+from agent_core.trace import Gate1Decision, LLMCall, StepRecord, Trigger
+
+
+def _rec(step, action, system="swift", **kw):
+    return StepRecord(step=step, action=action, system=system, observation=f"you did {action}", look="", inventory="",
+                      score=0.0, reward=0.0, moves=step, done=False, failed=False, room="kitchen", **kw)
+
+
+def test_the_interval_has_the_known_answer():
+    iv = t_interval([10, 0, -5, 20, 5])
+    # mean 6, sd sqrt(370 / 4) = 9.6177, t(0.975, 4) = 2.7764: half-width 11.942
+    assert (iv.n, iv.mean, iv.sd) == (5, 6.0, pytest.approx(9.6177, abs=1e-4))
+    assert iv.low == pytest.approx(-5.942, abs=1e-3) and iv.high == pytest.approx(17.942, abs=1e-3)
+    assert not iv.excludes_zero and t_interval([3, 4, 5, 4]).excludes_zero
+    assert t_interval([]).n == 0 and t_interval([7]).mean == 7
+
+
+def test_first_divergence_and_attribution():
+    a = [_rec(1, "look around"), _rec(2, "open door")]
+    assert first_divergence(a, a) is None
+    assert first_divergence(a, a[:1]) == 2
+    same = _rec(2, "Open  Door")
+    same.observation = a[1].observation
+    assert first_divergence(a, [a[0], same]) is None  # the one normalisation of action text
+    ref = _rec(3, "pick up metal pot")
+    drop = _rec(3, "open cupboard", gate1=[Gate1Decision(source="swift", proposed="pick up metal pot", decision="DROP",
+                                                          result=None, reason="TARGET_NOT_VISIBLE")])
+    why = attribute(drop, ref)
+    assert (why.mechanism, why.kind) == ("gate1:TARGET_NOT_VISIBLE", "rule")
+    sage = _rec(3, "activate stove", "sage", trigger=Trigger("stuck", "stuck: ...", {}),
+                llm_calls=[LLMCall(purpose="plan", backend="scripted", model="m", prompt="")])
+    assert attribute(sage, ref).mechanism == "trigger:stuck" and attribute(sage, ref).kind == "rule"
+    both = _rec(3, "pick up thermometer", "sage", llm_calls=[LLMCall(purpose="plan", backend="s", model="m", prompt="")])
+    ref_sage = _rec(3, "pick up metal pot", "sage", llm_calls=[LLMCall(purpose="plan", backend="s", model="m", prompt="")])
+    assert attribute(both, ref_sage).mechanism == "sage_pick" and attribute(both, ref_sage).kind == "model"
+    t1 = _rec(3, "pick up thermometer", decisions=[T1Retry(retry="pick up thermometer", replaced="x", valid=True)])
+    assert attribute(t1, ref).mechanism == "memory_swift"
+    guard = _rec(3, "look around", decisions=[Safeguard(proposed="fly")])
+    assert attribute(guard, ref).kind == "rule"
+
+
+def test_compare_pairs_by_task_and_variation_and_charges_each_divergence():
+    eps = {
+        "b1": [_rec(1, "look around"), _rec(2, "pick up metal pot")],
+        "p1": [_rec(1, "look around"), _rec(2, "open cupboard", gate1=[Gate1Decision(
+            source="swift", proposed="pick up metal pot", decision="DROP", result=None, reason="TARGET_NOT_VISIBLE")])],
+        "b2": [_rec(1, "look around")], "p2": [_rec(1, "look around")],
+        "b3": [_rec(1, "go to kitchen")],
+        "p3": [_rec(1, "focus on water", "sage", llm_calls=[LLMCall(purpose="focus_review", backend="s", model="m",
+                                                                    prompt="")])],
+    }
+    rows = []
+    for i, (tag, final_b, final_p) in enumerate((("1", 30, 10), ("2", 50, 50), ("3", 0, 100))):
+        rows.append({"preset": "baseline", "task": f"t{tag}", "task_index": i, "variation": 0, "final": final_b,
+                     "trace": f"b{tag}"})
+        rows.append({"preset": "srm", "task": f"t{tag}", "task_index": i, "variation": 0, "final": final_p,
+                     "trace": f"p{tag}"})
+    rows.append({"preset": "srm", "task": "t9", "task_index": 9, "variation": 0, "final": 100, "trace": "p1"})  # unpaired
+    res = compare(rows, "srm", read=lambda path: SimpleNamespace(steps=eps[path]))
+    assert res.interval.n == 3 and res.interval.mean == pytest.approx((-20 + 0 + 100) / 3, abs=1e-3)
+    assert res.diverged == 2 and res.rule_losses == 1
+    assert [(r.task, r.diverged_at, r.mechanism) for r in res.rows] == [
+        ("t1", 2, "gate1:TARGET_NOT_VISIBLE"), ("t2", None, ""), ("t3", 1, "focus_review")]
+    assert res.by_mechanism["gate1:TARGET_NOT_VISIBLE"] == {"pairs": 1, "gained": 0, "lost": 1, "change": -20.0,
+                                                             "kind": "rule"}
+    text = "\n".join(paired_markdown({"paired": {"srm": res.to_dict()}}))
+    assert "| +SRM | 3 | +26.67 [" in text and "| +SRM | t1 | 0 | 30 | 10 | 2 | gate1:TARGET_NOT_VISIBLE (rule)" in text
