@@ -85,6 +85,18 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
         "memories can be retrieved.",
         {"amm.enabled": True, "srm.enabled": True, "amm.warmup": False},
     ),
+    # LLM-free: what each mechanism that needs no model adds to Swift alone, measured paired against "swift"
+    "swift": ("Swift alone: no Sage and no LLM call (controller.sage_enabled off); Swift sets an unsure focus aside "
+              "since nobody can review it. The reference for the LLM-free mechanisms.", {"controller.sage_enabled": False}),
+    "swift-gate1": ("Swift + Gate-1: every action is checked (not valid, no-op, target unseen) and a dropped one gives "
+                    "way to Swift's next-ranked action; the stagnation detector runs but, with no Critic, changes "
+                    "nothing. No LLM.", {"controller.sage_enabled": False, "srm.enabled": True,
+                                         "srm.critic_enabled": False, "srm.loop_guard": False}),
+    "swift-srm": ("Swift + Gate-1 + Swift's loop guard: SRM without its Critic. No LLM.",
+                  {"controller.sage_enabled": False, "srm.enabled": True, "srm.critic_enabled": False}),
+    "swift-amm": ("Swift + episodic memory: salient steps are written, and when Swift rates no valid action (the "
+                  "invalid rule) T1 retries it with at most 3 records that worked. No LLM.",
+                  {"controller.sage_enabled": False, "amm.enabled": True}),
     "full-no-swift-t1": (
         "Sensitivity: Full without memory injection into Swift: on T1 the records are retrieved and logged, "
         "but Swift is not retried with them.",

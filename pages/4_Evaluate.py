@@ -98,8 +98,9 @@ with c2:
 st.plotly_chart(ev.mechanism_figure(res), width="stretch", key="eval_mech")
 
 if res.get("paired"):
-    st.subheader("Paired against Baseline")
-    st.caption("Each preset against Baseline on the same task and variation: the mean difference in Final with its "
+    ref = ev.label(next(iter(res["paired"].values()))["reference"])
+    st.subheader(f"Paired against {ref}")
+    st.caption(f"Each preset against {ref} on the same task and variation: the mean difference in Final with its "
                "95% interval (an interval that contains 0 means this many pairs cannot tell the two apart), how "
                "many pairs took a different action somewhere, and how many losses a design rule (code, not a "
                "model) decided. Below, every pair that diverged: the first step where the two parted and what "

@@ -126,7 +126,7 @@ def attribution_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
             if r["diverged_at"] is None:
                 continue
             out.append({"config": label(p), "task": r["task"], "variation": r["variation"],
-                        "Baseline": r["final_ref"], "preset": r["final"], "change": r["diff"],
+                        "reference": r["final_ref"], "preset": r["final"], "change": r["diff"],
                         "step": r["diverged_at"], "mechanism": r["mechanism"], "kind": r["kind"],
                         "what": r["detail"], "trace": r["trace"], "trace_ref": r["trace_ref"]})
     return out

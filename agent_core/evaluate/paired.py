@@ -180,8 +180,10 @@ def compare(rows: list[dict[str, Any]], preset: str, reference: str = "baseline"
                        rule_losses=sum(1 for r in out_rows if r.kind == RULE and r.diff < 0))
 
 
-def paired_section(rows: list[dict[str, Any]], order: list[str], reference: str = "baseline") -> dict[str, Any]:
-    """results.json's `paired`: every preset against the reference, when the reference ran."""
+def paired_section(rows: list[dict[str, Any]], order: list[str], reference: str | None = None) -> dict[str, Any]:
+    """results.json's `paired`: every preset against the reference (Baseline; Swift alone for the LLM-free
+    presets), when the reference ran."""
+    reference = reference or next((r for r in ("baseline", "swift") if r in order), "")
     if reference not in order:
         return {}
     return {p: compare(rows, p, reference).to_dict() for p in order if p != reference}

@@ -17,7 +17,8 @@ from .spec import SPEC_FILE, TRACES, job_from_key
 # docs/AGENT.md §8: the paper's reference run (Flan-T5-large Swift, Qwen2.5-7B-Instruct Sage on vLLM, 271 episodes)
 PAPER_TABLE1 = {"baseline": (51.67, 23.99, 24.48), "amm": (53.83, 26.94, 24.03), "srm": (64.33, 41.33, 19.76),
                 "full": (64.62, 43.17, 19.33)}
-PRESET_LABEL = {"baseline": "Baseline", "amm": "+AMM", "srm": "+SRM", "full": "Full"}
+PRESET_LABEL = {"baseline": "Baseline", "amm": "+AMM", "srm": "+SRM", "full": "Full", "swift": "Swift alone",
+                "swift-gate1": "Swift + Gate-1", "swift-srm": "Swift + SRM (no Critic)", "swift-amm": "Swift + AMM (T1)"}
 
 
 def collect_rows(out: Path) -> tuple[list[dict[str, Any]], list[str]]:
@@ -173,8 +174,9 @@ def paired_markdown(res: dict[str, Any]) -> list[str]:
     paired = res.get("paired") or {}
     if not paired:
         return []
-    lines = ["", "## Paired against Baseline (same task and variation)", "",
-             "Each preset's Final minus Baseline's on the same task-variation; the interval is a 95% t-interval of "
+    ref = PRESET_LABEL.get(next(iter(paired.values()))["reference"], "the reference")
+    lines = ["", f"## Paired against {ref} (same task and variation)", "",
+             f"Each preset's Final minus {ref}'s on the same task-variation; the interval is a 95% t-interval of "
              "the mean difference. A pair *diverged* when the two episodes took a different action somewhere.", "",
              "| config | pairs | mean difference [95% interval] | diverged | losses decided by a design rule |",
              "|---|---|---|---|---|"]
@@ -189,7 +191,7 @@ def paired_markdown(res: dict[str, Any]) -> list[str]:
         for m, v in d["by_mechanism"].items():
             lines.append(f"| {PRESET_LABEL.get(p, p)} | {m} | {v['kind']} | {v['pairs']} | {v['gained']} | "
                          f"{v['lost']} | {v['change']:+.1f} |")
-    lines += ["", "### Divergent pairs", "", "| config | task | v | Baseline | preset | step | mechanism | what |",
+    lines += ["", "### Divergent pairs", "", f"| config | task | v | {ref} | preset | step | mechanism | what |",
               "|---|---|---|---|---|---|---|---|"]
     for p, d in paired.items():
         for r in d["rows"]:
