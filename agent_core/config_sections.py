@@ -66,6 +66,10 @@ class SageConfig:
     """Sage, System 2 (docs/AGENT.md §3)."""
 
     grounding_history_k: int = 10  # last steps shown to the grounding prompt
+    # the planning prompt's steps start at a step that moves in jumps of this many (between k and k + anchor - 1
+    # steps shown), so two Sage calls a few steps apart share the whole history as a prefix that llama.cpp (or
+    # vLLM's prefix cache) does not read again; 0: exactly the last k steps (the window slides every step)
+    history_anchor: int = 5
     worked_examples: int = 1  # train gold trajectories of the same task shown to grounding
     plan_max_tokens: int = 160  # Q1-Q5, one short sentence each
     ground_max_tokens: int = 200  # free-form grounding
@@ -281,8 +285,12 @@ class SRMConfig:
     critic_repeat_backoff_steps: int = 10  # after an answer that only repeats recent actions
     critic_repeat_window: int = 3  # "recent" for that check: the last 3 actions
     critic_max_moves: int = 1  # at most one move among the Critic's actions
-    critic_history_k: int = 10  # last steps shown in the Critic's prompt
-    critic_valid_list_max: int = 40  # valid actions listed in the prompt (filtered, most relevant first)
+    # the Critic's prompt: its last steps (each observation clipped) and valid actions (ranked, most relevant first).
+    # 6 / 100 / 20: 780 tokens in the boil kitchen against 1,000 with 10 / 150 / 40 (prompts of ~1,160 tokens timed
+    # out at 120 s five times in an evaluation on 2 cores)
+    critic_history_k: int = 6
+    critic_obs_chars: int = 100
+    critic_valid_list_max: int = 20
     # their order: "ranked" (Swift's ranking first, then similarity to the task and to the plan, objects in
     # view before objects out of sight) or "game" (shared words with the task, then the game's order: the
     # earlier rule, which listed five near-identical 'dunk cup ...' lines first)

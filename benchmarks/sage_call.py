@@ -118,6 +118,12 @@ def run_variants(variants: list[str], limit: int | None, out: Path) -> None:
                    "plan_tokens_in": calls["plan"].prompt_tokens if "plan" in calls else None,
                    "plan_tokens_out": calls["plan"].completion_tokens if "plan" in calls else None,
                    "pick_tokens_in": calls["ground"].prompt_tokens if "ground" in calls else None,
+                   # what llama.cpp read afresh: the prompt less what its cache held from the call before
+                   "plan_prefilled": (calls["plan"].prompt_tokens - getattr(calls["plan"], "cached_tokens", 0)
+                                      if "plan" in calls else None),
+                   "pick_prefilled": (calls["ground"].prompt_tokens - getattr(calls["ground"], "cached_tokens", 0)
+                                      if "ground" in calls else None),
+                   "pick_tokens_out": calls["ground"].completion_tokens if "ground" in calls else None,
                    "n_options": len(res.options), "pick": pick,
                    "position": res.options.index(pick) + 1 if pick in res.options else None,
                    "plan": res.plan, "options": res.options,
@@ -125,15 +131,17 @@ def run_variants(variants: list[str], limit: int | None, out: Path) -> None:
             rows[v].append(row)
             print(f"  [{i + 1}/{len(ctxs)}] {v}: {res.seconds:.1f} s (plan {row['plan_s'] or 0:.1f}, pick "
                   f"{row['pick_s'] or 0:.1f}), {row['plan_tokens_out']} plan tokens, option {row['position']} of {row['n_options']}: {pick!r}", flush=True)
-    print("\n| variant | Sage call p50 | plan p50 | pick p50 | plan prompt tokens (p50) | plan tokens written (p50) "
-          "| picks by position |")
-    print("|---|---|---|---|---|---|---|")
+    print("\n| variant | Sage call p50 | plan p50 | pick p50 | plan prompt tokens (p50) | plan tokens read afresh (p50) "
+          "| plan tokens written (p50) | pick tokens read afresh (p50) | picks by position |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for v, rs in rows.items():
         ok = [r for r in rs if not r["error"]]
         pos = Counter(r["position"] for r in ok)
         print(f"| `{v}` | {p50([r['seconds'] for r in ok]):.1f} s | {p50([r['plan_s'] for r in ok]):.1f} s | "
               f"{p50([r['pick_s'] for r in ok]):.1f} s | {p50([r['plan_tokens_in'] for r in ok]):.0f} | "
+              f"{p50([r['plan_prefilled'] for r in ok if r['plan_prefilled'] is not None]):.0f} | "
               f"{p50([r['plan_tokens_out'] for r in ok]):.0f} | "
+              f"{p50([r['pick_prefilled'] for r in ok if r['pick_prefilled'] is not None]):.0f} | "
               + ", ".join(f"{k}: {n}" for k, n in sorted(pos.items(), key=lambda kv: (kv[0] is None, kv[0] or 0)))
               + " |")
     same = sum(1 for rs in zip(*rows.values()) if len({r["pick"] for r in rs}) == 1)

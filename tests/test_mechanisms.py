@@ -287,4 +287,5 @@ def test_the_embedded_model_scores_the_same_whatever_the_order():
             assert set(dict(ranked)) == set(first)
             assert all(abs(dict(ranked)[o] - first[o]) < 1e-3 for o in first)  # same prompt, same scores
         assert ranked[0][0] == sorted(first, key=lambda o: (-first[o], o))[0]  # the same pick
-    assert call.prompt_tokens == 0 and call.completion_tokens > len(KITCHEN_VALID)  # the prompt came from the cache
+    # the shared prompt came from llama.cpp's cache (all but its last token); only the options were read
+    assert call.prompt_tokens - call.cached_tokens <= 1 and call.completion_tokens > len(KITCHEN_VALID)

@@ -353,3 +353,21 @@ def test_every_decision_kind_is_typed_round_trips_and_is_shown(monkeypatch, tmp_
     assert "Decisions in this step" in md
     for d in every:
         assert f"*{DECISION_LABELS[d.kind]}*" in md, d.kind
+
+
+@pytest.mark.page
+def test_sages_scored_options_are_shown_best_first(monkeypatch, tmp_path):
+    """`sage.pick = score`: the step records every option's score, and the Run page lists them as a ranking."""
+    from agent_core.decisions import OptionScores, SagePick
+
+    scores = OptionScores(purpose="ground", options=["move metal pot to sink", "activate sink", "eat apple"],
+                          scores=[-1.07, -1.8, -4.2])
+    rec = _step(1, "move metal pot to sink", "sage", decisions=[scores, SagePick(action="move metal pot to sink",
+                                                                                 option=7, of=12)],
+                notes=[scores.describe()])
+    path = _write(tmp_path / "runs" / "ep-scores.jsonl", _header("ep-scores", SRM, "srm"), [rec])
+    at = _goto(_open(monkeypatch, tmp_path, path), 1)
+    assert "Sage's options, scored" in _md(at)
+    table = next(d.value for d in at.dataframe if "option" in d.value.columns and "score" in d.value.columns)
+    assert list(table["option"]) == scores.options and list(table["rank"]) == [1, 2, 3]
+    assert "'move metal pot to sink' -1.07" in _md(at)  # the decision's sentence, in the step's decisions

@@ -71,11 +71,12 @@ class ScoreResult:
 
     logprobs: list[float]
     tokens: list[int]
-    prompt_tokens: int  # tokens of the shared prompt the model read for this call (what was not cached)
+    prompt_tokens: int  # tokens of the shared prompt (of which `cached_tokens` were not read again)
     scored_tokens: int  # continuation tokens read, all options together
     latency_s: float
     backend: str
     model: str
+    cached_tokens: int = 0  # tokens of the shared prompt the model still held from the call before
 
     @property
     def mean(self) -> list[float]:

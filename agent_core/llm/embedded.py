@@ -224,6 +224,7 @@ class EmbeddedBackend(LLMBackend):
                 # measured after the lock: the call before this one (another session's) is not "something else"
                 self.last_threads = self.n_threads or auto_threads()
                 _set_threads(llm, self.last_threads)
+                cached = self._cached_prefix(llm, messages)
                 # Streaming is the only way to stop llama.cpp mid-generation: the deadline is checked per token.
                 stream = llm.create_chat_completion(
                     messages=as_messages(messages), max_tokens=max_tokens, temperature=temperature,
@@ -257,7 +258,20 @@ class EmbeddedBackend(LLMBackend):
         latency = time.perf_counter() - t0
         return ChatResult(text="".join(parts), prompt_tokens=max(0, total - n_chunks), completion_tokens=n_chunks,
                           latency_s=latency, backend=self.name, model=self.model, finish_reason=finish,
-                          extra={"threads": str(self.last_threads)})
+                          extra={"threads": str(self.last_threads), "cached_tokens": str(cached)})
+
+    def _cached_prefix(self, llm, messages: str | Sequence[Message]) -> int:
+        """How many tokens of this prompt llama.cpp still holds from the call before (it reads only the rest)."""
+        try:
+            prompt = self._prompt_tokens(llm, messages)
+        except Exception:  # noqa: BLE001 - a count for the record only
+            return 0
+        n = 0
+        for a, b in zip(llm.input_ids[: int(llm.n_tokens)], prompt):
+            if a != b:
+                break
+            n += 1
+        return min(n, max(0, len(prompt) - 1))
 
 
     # ------------------------------------------------------------------ scoring given replies
@@ -336,8 +350,9 @@ class EmbeddedBackend(LLMBackend):
                 raise LLMError(self.name, f"{self.model}: {type(e).__name__}: {e}") from e
         finally:
             _LOCK.release()
-        return ScoreResult(logprobs=sums, tokens=counts, prompt_tokens=len(prefix) - 1 - common, scored_tokens=scored,
-                           latency_s=time.perf_counter() - t0, backend=self.name, model=self.model)
+        return ScoreResult(logprobs=sums, tokens=counts, prompt_tokens=len(prefix), scored_tokens=scored,
+                           latency_s=time.perf_counter() - t0, backend=self.name, model=self.model,
+                           cached_tokens=common)
 
 
 def main() -> None:

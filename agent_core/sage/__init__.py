@@ -183,8 +183,17 @@ def _clip(s: str, n: int) -> str:
     return s if len(s) <= n else s[: n - 3] + "..."
 
 
-def _history(ctx: SageContext, k: int, clip: int = 160) -> str:
-    rows = [f"- {a} --> {_clip(o, clip)}" for a, o in ctx.history[-k:]]
+def history_start(n: int, k: int, anchor: int) -> int:
+    """The first of `n` past steps shown: the last k (anchor 0), or from a start that moves in jumps of `anchor`
+    steps, so between k and k + anchor - 1 steps are shown and consecutive prompts share them as a prefix (the model
+    reads only what is new)."""
+    if anchor <= 0:
+        return max(0, n - k)
+    return max(0, ((n - k) // anchor) * anchor) if n > k else 0
+
+
+def _history(ctx: SageContext, k: int, clip: int = 160, anchor: int = 0) -> str:
+    rows = [f"- {a} --> {_clip(o, clip)}" for a, o in ctx.history[history_start(len(ctx.history), k, anchor):]]
     return "\n".join(rows) or "(none yet)"
 
 
@@ -222,6 +231,7 @@ class Sage:
             call.output, call.prompt_tokens, call.completion_tokens = r.text, r.prompt_tokens, r.completion_tokens
             call.latency_s, call.model = r.latency_s, r.model
             call.cpu_threads = int(r.extra.get("threads", 0) or 0)
+            call.cached_tokens = int(r.extra.get("cached_tokens", 0) or 0)
         except LLMError as e:
             call.error = str(e)
         except Exception as e:  # noqa: BLE001 - e.g. a RuntimeError inside llama.cpp: recorded, Swift acts
@@ -248,6 +258,7 @@ class Sage:
         ranked = sorted(zip(options, r.mean), key=lambda os: (-os[1], action_key(os[0])))
         call.output = ranked[0][0] if ranked else ""
         call.prompt_tokens, call.completion_tokens, call.latency_s = r.prompt_tokens, r.scored_tokens, r.latency_s
+        call.cached_tokens = r.cached_tokens
         call.cpu_threads = int(getattr(self.llm, "last_threads", 0) or 0)
         return call, [(o, round(s, 4)) for o, s in ranked]
 
@@ -271,7 +282,8 @@ class Sage:
         return self.context_template.format(
             examples=f"\n{examples}\n" if examples else "", task=ctx.task, look=_clip(ctx.look, self.cfg.look_chars),
             inventory=_clip(ctx.inventory, 200), score=int(ctx.score), time=ctx.time,
-            history=_history(ctx, self.cfg.grounding_history_k, self.cfg.history_obs_chars), memory=memory,
+            history=_history(ctx, self.cfg.grounding_history_k, self.cfg.history_obs_chars, self.cfg.history_anchor),
+            memory=memory,
             called_because=(ctx.called_because + "\n") if ctx.called_because else "").rstrip("\n") + "\n"
 
     def plan_prompt(self, ctx: SageContext) -> str:

@@ -138,7 +138,8 @@ class Critic:
 
     def prompt(self, ctx: CriticContext) -> str:
         c = self.cfg
-        rows = [f"- {a} (reward {r:+g}) --> {clean(o, 150)}" for a, o, r in ctx.history[-c.critic_history_k:]]
+        rows = [f"- {a} (reward {r:+g}) --> {clean(o, c.critic_obs_chars)}"
+                for a, o, r in ctx.history[-c.critic_history_k:]]
         rep = ctx.report
         report = "\n".join([f"- {m}: {w}" for m, w in zip(rep.modes, rep.explanation)] +
                            [f"- actions to avoid: {', '.join(repr(a) for a in rep.actions_to_avoid) or '(none)'}"])
@@ -162,6 +163,7 @@ class Critic:
             call.output, call.prompt_tokens, call.completion_tokens = r.text, r.prompt_tokens, r.completion_tokens
             call.latency_s, call.model = r.latency_s, r.model
             call.cpu_threads = int(r.extra.get("threads", 0) or 0)
+            call.cached_tokens = int(r.extra.get("cached_tokens", 0) or 0)
         except Exception as e:  # noqa: BLE001 - LLMError, or e.g. a RuntimeError inside llama.cpp: never raised
             call.error = str(e) if isinstance(e, LLMError) else f"{type(e).__name__} in the {self.llm.name} backend: {e}"
             call.latency_s = time.perf_counter() - t0

@@ -143,6 +143,8 @@ class LLMCall:
     latency_s: float = 0.0
     error: str | None = None
     cpu_threads: int = 0  # the embedded model's CPU threads for this call (0: not an embedded call, or not known)
+    # prompt tokens the model did not read again: llama.cpp's cache held them from the call before (embedded only)
+    cached_tokens: int = 0
 
 
 @dataclass
