@@ -177,7 +177,10 @@ _RELATION_WORDS = frozenset({"in", "on", "of", "to", "into", "onto", "containing
 # objects every room has, and parts of objects the room text never lists (electrical terminals: "anode in battery",
 # "terminal 1 in black wire"; a sink's drain and sewer), from the game's own action names
 ALWAYS_PRESENT = frozenset({"agent", "air", "inventory", "self", "anode", "cathode", "terminal", "component", "drain",
-                            "sewer"})
+                            "sewer",
+                            # the game's category names for an object in scope ("move object to orange box" for the
+                            # painting): never in the room text as such
+                            "object", "thing", "living", "non", "substance", "organism", "animal"})
 
 
 def unseen_words(action: str, look: str, inventory: str) -> list[str]:

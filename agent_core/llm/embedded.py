@@ -323,20 +323,36 @@ class EmbeddedBackend(LLMBackend):
                 llm.eval(prefix[common:-1])
                 base = len(prefix) - 1
                 n_vocab = llm.n_vocab()
-                sums, counts, scored = [], [], 0
-                for text in continuations:
-                    toks = llm.tokenize(text.encode("utf-8"), add_bos=False, special=False) + end
-                    seq = [prefix[-1]] + toks
-                    llm._ctx.kv_cache_seq_rm(-1, base, -1)  # noqa: SLF001 - drop the previous option
-                    llm._batch.set_batch(batch=seq, n_past=base, logits_all=True)  # noqa: SLF001
+                # options in token order, each read after the longest token prefix it shares with the one before
+                # ("move metal pot to sink" after "move metal pot to" ...): the shared tokens' log-probabilities
+                # are the same, and only the rest is read
+                seqs = [[prefix[-1]] + llm.tokenize(t.encode("utf-8"), add_bos=False, special=False) + end
+                        for t in continuations]
+                sums, counts = [0.0] * len(seqs), [len(q) - 1 for q in seqs]
+                prev: list[int] = []
+                prev_lp: list[float] = []  # prev_lp[i]: log-probability of prev[i + 1] after prev[:i + 1]
+                scored = 0
+                for i in sorted(range(len(seqs)), key=lambda j: seqs[j]):
+                    seq = seqs[i]
+                    common = 0
+                    for a, b in zip(prev, seq):
+                        if a != b:
+                            break
+                        common += 1
+                    start = max(0, min(common, len(seq)) - 1)  # re-read the last shared token: its logits are needed
+                    llm._ctx.kv_cache_seq_rm(-1, base + start, -1)  # noqa: SLF001 - keep the shared tokens
+                    part = seq[start:]
+                    llm._batch.set_batch(batch=part, n_past=base + start, logits_all=True)  # noqa: SLF001
                     llm._ctx.decode(llm._batch)  # noqa: SLF001
-                    logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(len(seq) * n_vocab,))  # noqa: SLF001
-                    rows = logits.reshape(len(seq), n_vocab)[:-1].astype(np.float64)
+                    logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(len(part) * n_vocab,))  # noqa: SLF001
+                    rows = logits.reshape(len(part), n_vocab)[:-1].astype(np.float64)
                     top = rows.max(axis=1, keepdims=True)
                     lse = top[:, 0] + np.log(np.exp(rows - top).sum(axis=1))
-                    sums.append(float((rows[np.arange(len(toks)), toks] - lse).sum()))
-                    counts.append(len(toks))
-                    scored += len(toks)
+                    new = list(rows[np.arange(len(part) - 1), part[1:]] - lse)
+                    lp = prev_lp[:start] + [float(x) for x in new]
+                    sums[i] = float(sum(lp))
+                    prev, prev_lp = seq, lp
+                    scored += len(part) - 1
                     if time.perf_counter() - t0 > limit:
                         raise LLMTimeoutError(self.name, f"{self.model} did not score {len(continuations)} options "
                                                          f"within {limit:g} s")
