@@ -166,6 +166,29 @@ def _set_threads(llm, n: int) -> None:
         llm._swiftsage_threads = n
 
 
+SEQUENCES = 16  # llama.cpp sequences in the model's context: the prompt's, and one per option scored in one batch
+
+
+def _with_sequences(make):
+    """Build the Llama with room for several sequences over one shared (unified) cache, so Sage's options are all
+    scored in one batch over the cached prompt (llama-cpp-python has no argument for it; one sequence is the
+    default). Generation uses sequence 0 only, as before."""
+    import llama_cpp.llama_cpp as lc
+
+    default = lc.llama_context_default_params
+
+    def params():
+        p = default()
+        p.n_seq_max, p.kv_unified = SEQUENCES, True
+        return p
+
+    lc.llama_context_default_params = params
+    try:
+        return make()
+    finally:
+        lc.llama_context_default_params = default
+
+
 class EmbeddedBackend(LLMBackend):
     """In-process llama.cpp. One loaded model per (model, n_ctx) per process, whatever the thread count (set
     per call); calls are serialized because a llama context is not thread-safe."""
@@ -196,8 +219,8 @@ class EmbeddedBackend(LLMBackend):
 
                     path = model_path(self.spec.key)
                     n = self.n_threads or os.cpu_count() or 1
-                    _LOADED[key] = Llama(model_path=str(path), n_ctx=self.n_ctx, n_threads=n,
-                                         n_threads_batch=n, seed=self.seed, verbose=False)
+                    _LOADED[key] = _with_sequences(lambda: Llama(model_path=str(path), n_ctx=self.n_ctx, n_threads=n,
+                                                                 n_threads_batch=n, seed=self.seed, verbose=False))
                 self._llm = _LOADED[key]
         return self._llm
 
@@ -293,8 +316,6 @@ class EmbeddedBackend(LLMBackend):
         """Each continuation as the whole assistant reply: the shared prompt is read once (and what the previous
         call left in llama.cpp's cache is reused: Sage's plan and its conversation), then each continuation's
         tokens plus the end-of-turn token are read in one batch with their logits."""
-        import numpy as np
-
         llm = self._load()
         limit = timeout if timeout is not None else self.timeout
         if not _LOCK.acquire(timeout=self.queue_timeout):
@@ -323,39 +344,16 @@ class EmbeddedBackend(LLMBackend):
                 llm.eval(prefix[common:-1])
                 base = len(prefix) - 1
                 n_vocab = llm.n_vocab()
-                # options in token order, each read after the longest token prefix it shares with the one before
-                # ("move metal pot to sink" after "move metal pot to" ...): the shared tokens' log-probabilities
-                # are the same, and only the rest is read
                 seqs = [[prefix[-1]] + llm.tokenize(t.encode("utf-8"), add_bos=False, special=False) + end
                         for t in continuations]
-                sums, counts = [0.0] * len(seqs), [len(q) - 1 for q in seqs]
-                prev: list[int] = []
-                prev_lp: list[float] = []  # prev_lp[i]: log-probability of prev[i + 1] after prev[:i + 1]
-                scored = 0
-                for i in sorted(range(len(seqs)), key=lambda j: seqs[j]):
-                    seq = seqs[i]
-                    common = 0
-                    for a, b in zip(prev, seq):
-                        if a != b:
-                            break
-                        common += 1
-                    start = max(0, min(common, len(seq)) - 1)  # re-read the last shared token: its logits are needed
-                    llm._ctx.kv_cache_seq_rm(-1, base + start, -1)  # noqa: SLF001 - keep the shared tokens
-                    part = seq[start:]
-                    llm._batch.set_batch(batch=part, n_past=base + start, logits_all=True)  # noqa: SLF001
-                    llm._ctx.decode(llm._batch)  # noqa: SLF001
-                    logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(len(part) * n_vocab,))  # noqa: SLF001
-                    rows = logits.reshape(len(part), n_vocab)[:-1].astype(np.float64)
-                    top = rows.max(axis=1, keepdims=True)
-                    lse = top[:, 0] + np.log(np.exp(rows - top).sum(axis=1))
-                    new = list(rows[np.arange(len(part) - 1), part[1:]] - lse)
-                    lp = prev_lp[:start] + [float(x) for x in new]
-                    sums[i] = float(sum(lp))
-                    prev, prev_lp = seq, lp
-                    scored += len(part) - 1
-                    if time.perf_counter() - t0 > limit:
-                        raise LLMTimeoutError(self.name, f"{self.model} did not score {len(continuations)} options "
-                                                         f"within {limit:g} s")
+                counts = [len(q) - 1 for q in seqs]
+                if int(llm.context_params.n_seq_max) > 1:
+                    sums, scored = self._score_batched(llm, seqs, base, n_vocab)
+                else:
+                    sums, scored = self._score_in_turn(llm, seqs, base, n_vocab, t0, limit, len(continuations))
+                if time.perf_counter() - t0 > limit:
+                    raise LLMTimeoutError(self.name, f"{self.model} did not score {len(continuations)} options "
+                                                     f"within {limit:g} s")
                 llm._ctx.kv_cache_seq_rm(-1, base, -1)  # noqa: SLF001 - the cache holds the prompt (less one token)
                 llm.n_tokens = base
             except LLMError:
@@ -369,6 +367,86 @@ class EmbeddedBackend(LLMBackend):
         return ScoreResult(logprobs=sums, tokens=counts, prompt_tokens=len(prefix), scored_tokens=scored,
                            latency_s=time.perf_counter() - t0, backend=self.name, model=self.model,
                            cached_tokens=common)
+
+
+    @staticmethod
+    def _logprobs(llm, n_rows: int, n_vocab: int, wanted: list[list[int]]) -> list[list[float]]:
+        """Log-probabilities of `wanted[k]` (the next tokens) under each group k of consecutive logits rows."""
+        import numpy as np
+
+        logits = np.ctypeslib.as_array(llm._ctx.get_logits(), shape=(n_rows * n_vocab,))  # noqa: SLF001
+        rows = logits.reshape(n_rows, n_vocab)
+        out, at = [], 0
+        for nxt in wanted:
+            block = rows[at:at + len(nxt)].astype(np.float64)
+            top = block.max(axis=1, keepdims=True)
+            lse = top[:, 0] + np.log(np.exp(block - top).sum(axis=1))
+            out.append([float(x) for x in block[np.arange(len(nxt)), nxt] - lse])
+            at += len(nxt) + 1  # each option's last row (after its end token) is not needed
+        return out
+
+    def _score_batched(self, llm, seqs: list[list[int]], base: int, n_vocab: int) -> tuple[list[float], int]:
+        """Every option in one batch: option k is sequence k + 1, which shares the prompt's cached cells (sequence
+        0) and reads its own tokens from position `base`; afterwards the option sequences are dropped."""
+        sums: list[float] = [0.0] * len(seqs)
+        per = SEQUENCES - 1
+        cap = int(llm.n_batch)
+        chunks: list[list[int]] = [[]]
+        # in token order, whatever order the options came in: the same batch, so the same numbers to the last bit
+        for k in sorted(range(len(seqs)), key=lambda j: seqs[j]):
+            if len(chunks[-1]) >= per or sum(len(seqs[j]) for j in chunks[-1]) + len(seqs[k]) > cap:
+                chunks.append([])
+            chunks[-1].append(k)
+        scored = 0
+        ctx, b = llm._ctx, llm._batch.batch  # noqa: SLF001
+        for chunk in chunks:
+            n = 0
+            for sid, k in enumerate(chunk, 1):
+                ctx.kv_cache_seq_cp(0, sid, 0, base)
+                for j, tok in enumerate(seqs[k]):
+                    b.token[n], b.pos[n], b.n_seq_id[n], b.logits[n] = tok, base + j, 1, True
+                    b.seq_id[n][0] = sid
+                    n += 1
+            b.n_tokens = n
+            try:
+                ctx.decode(llm._batch)  # noqa: SLF001
+                lps = self._logprobs(llm, n, n_vocab, [seqs[k][1:] for k in chunk])
+            finally:
+                for sid in range(1, len(chunk) + 1):
+                    ctx.kv_cache_seq_rm(sid, 0, -1)
+            for k, lp in zip(chunk, lps):
+                sums[k] = sum(lp)
+            scored += n
+        return sums, scored
+
+    def _score_in_turn(self, llm, seqs: list[list[int]], base: int, n_vocab: int, t0: float, limit: float,
+                       n_options: int) -> tuple[list[float], int]:
+        """One option after another (a context with one sequence), each read after the tokens it shares with the
+        one before ("move metal pot to sink" after "move metal pot to stove"): those tokens' log-probabilities
+        are the same, and only the rest is read."""
+        sums = [0.0] * len(seqs)
+        prev: list[int] = []
+        prev_lp: list[float] = []  # prev_lp[i]: log-probability of prev[i + 1] after prev[:i + 1]
+        scored = 0
+        for i in sorted(range(len(seqs)), key=lambda j: seqs[j]):
+            seq = seqs[i]
+            common = 0
+            for a, c in zip(prev, seq):
+                if a != c:
+                    break
+                common += 1
+            start = max(0, min(common, len(seq)) - 1)  # re-read the last shared token: its logits are needed
+            llm._ctx.kv_cache_seq_rm(-1, base + start, -1)  # noqa: SLF001 - keep the shared tokens
+            part = seq[start:]
+            llm._batch.set_batch(batch=part, n_past=base + start, logits_all=True)  # noqa: SLF001
+            llm._ctx.decode(llm._batch)  # noqa: SLF001
+            lp = prev_lp[:start] + self._logprobs(llm, len(part), n_vocab, [part[1:]])[0]
+            sums[i] = float(sum(lp))
+            prev, prev_lp = seq, lp
+            scored += len(part) - 1
+            if time.perf_counter() - t0 > limit:
+                raise LLMTimeoutError(self.name, f"{self.model} did not score {n_options} options within {limit:g} s")
+        return sums, scored
 
 
 def main() -> None:
