@@ -193,3 +193,19 @@ def test_ray_local_cluster_gives_identical_results(first_eval, tmp_path):
     assert "2 ray worker(s)" in r.stdout
     assert comparable(_results(out)) == comparable(_results(first_eval))
     assert _results(out)["backend"] == "ray"
+
+
+def test_a_worker_stops_when_its_evaluation_is_gone():
+    """Killing `python -m agent_core.evaluate` must not leave its worker processes playing episodes (they did, for
+    an hour, on the cores the tests needed): a worker whose parent changes exits within seconds."""
+    code = ("import os, time\nfrom agent_core.evaluate.local import _exit_with_parent\n"
+            "_exit_with_parent(os.getppid() + 1 if os.getppid() != 1 else 2)\ntime.sleep(30)\n")
+    t0 = time.monotonic()
+    r = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parent.parent, timeout=60,
+                       env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+    assert r.returncode == 3 and time.monotonic() - t0 < 15
+    same = subprocess.run([sys.executable, "-c", code.replace("os.getppid() + 1 if os.getppid() != 1 else 2",
+                                                              "os.getppid()").replace("30", "3")],
+                          cwd=Path(__file__).resolve().parent.parent, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+    assert same.returncode == 0  # its parent is alive: it finishes its work

@@ -10,12 +10,32 @@ from typing import Any, Callable
 from .spec import EvalSpec, Job
 
 
-def _worker(spec_json: dict[str, Any], out: str, keep_stores: bool, threads: int, jobs, results) -> None:
+def _exit_with_parent(parent: int) -> None:
+    """A worker whose evaluation process is gone (killed, or closed with its terminal) stops at once, its JVM with
+    it: otherwise it would go on playing episodes nobody collects, on cores someone else needs. Seen: workers of a
+    killed evaluation still running an hour later."""
+    import os
+    import threading
+    import time
+
+    def watch() -> None:
+        while True:
+            time.sleep(2.0)
+            if os.getppid() != parent:
+                os._exit(3)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def _worker(spec_json: dict[str, Any], out: str, keep_stores: bool, threads: int, jobs, results,
+            parent: int | None = None) -> None:
     import torch
 
     from .runner import EpisodeRunner, error_row
     from .spec import EvalSpec, Job
 
+    if parent is not None:
+        _exit_with_parent(parent)
     torch.set_num_threads(threads)
     runner = EpisodeRunner(EvalSpec.from_json(spec_json), out, keep_stores)
     try:
@@ -48,8 +68,8 @@ def run_local(spec: EvalSpec, out: Path, jobs: list[Job], workers: int, on_row: 
         jq.put((j.preset, j.task, j.variation))
     for _ in range(workers):
         jq.put(None)
-    procs = [ctx.Process(target=_worker, args=(spec.to_json(), str(out), keep_stores, threads, jq, rq), daemon=True)
-             for _ in range(workers)]
+    procs = [ctx.Process(target=_worker, args=(spec.to_json(), str(out), keep_stores, threads, jq, rq, os.getpid()),
+                         daemon=True) for _ in range(workers)]
     for p in procs:
         p.start()
     exited = 0
