@@ -304,9 +304,13 @@ def _render_prompts(r: StepRecord) -> None:
     critic_logged = any(c.purpose == "critic" for c in r.llm_calls)
     if not r.llm_calls and not (r.critic and r.critic.prompt):
         st.caption("No model call at this step.")
+    scored = any(d.kind == "option_scores" for d in r.decisions)
     for i, c in enumerate(r.llm_calls, 1):
+        read = "option" if scored and c.purpose in ("ground", "focus_review") else "output"  # scored, not written
+        cache = (f" ({c.prompt_tokens - c.cached_tokens} read afresh, {c.cached_tokens} from the model's cache)"
+                 if c.cached_tokens else "")
         st.markdown(f"**{i}. {c.purpose}** · {c.backend} `{c.model}` · {c.latency_s:.1f} s · "
-                    f"{c.prompt_tokens} prompt + {c.completion_tokens} output tokens"
+                    f"{c.prompt_tokens} prompt{cache} + {c.completion_tokens} {read} tokens"
                     + (f" · {c.cpu_threads} CPU thread{'s' if c.cpu_threads > 1 else ''}" if c.cpu_threads else ""))
         st.caption("Prompt (exactly as sent)")
         st.code(c.prompt, language=None, wrap_lines=True, height=220)
