@@ -262,6 +262,18 @@ class Sage:
         call.cpu_threads = int(getattr(self.llm, "last_threads", 0) or 0)
         return call, [(o, round(s, 4)) for o, s in ranked]
 
+    @staticmethod
+    def _take_scores(res: SageResult, call: LLMCall, ranked: list[tuple[str, float]], t0: float) -> SageResult:
+        """A scoring call's outcome into the result: its error, or every score and the best option as the pick."""
+        res.llm_calls.append(call)
+        if call.error:
+            res.error = call.error
+        else:
+            res.scores = ranked
+            res.actions, res.picked_how = [ranked[0][0]], ["score"]
+        res.seconds = time.perf_counter() - t0
+        return res
+
     def score_messages(self, ctx: SageContext, plan_reply: str, options: Sequence[str]) -> list[Message]:
         """The pick by meaning: the plan's conversation, then the options in alphabetical order (a fixed order:
         the same options give the same prompt however they were ranked)."""
@@ -351,14 +363,9 @@ class Sage:
                 options=format_choices(sorted(options, key=action_key), numbered=False))
             call, ranked = self._score("focus_review", prompt, options + [NONE_YET])
             if ranked is not None:
-                res.llm_calls.append(call)
-                if call.error:
-                    res.error = call.error
-                else:
-                    res.scores = ranked
-                    best = ranked[0][0]
-                    res.actions, res.picked_how = ([], ["none"]) if best == NONE_YET else ([best], ["score"])
-                res.seconds = time.perf_counter() - t0
+                self._take_scores(res, call, ranked, t0)
+                if res.actions == [NONE_YET]:
+                    res.actions, res.picked_how = [], ["none"]
                 return res
             res.problems.append("focus review: this backend cannot score options; the model wrote its answer")
         call = self._call("focus_review", self.focus_prompt(ctx, options), self.cfg.choose_max_tokens)
@@ -396,14 +403,7 @@ class Sage:
                 call, ranked = self._score("ground", self.score_messages(ctx, plan_call.output, res.options),
                                            res.options)
                 if ranked is not None:
-                    res.llm_calls.append(call)
-                    if call.error:
-                        res.error = call.error
-                    else:
-                        res.scores = ranked
-                        res.actions, res.picked_how = [ranked[0][0]], ["score"]
-                    res.seconds = time.perf_counter() - t0
-                    return res
+                    return self._take_scores(res, call, ranked, t0)
                 res.problems.append("grounding: this backend cannot score options; the model wrote its pick")
         if self.cfg.grounding == "numbered" and ctx.valid:
             res.options = res.options or self.options(ctx, res.plan)
