@@ -7,6 +7,7 @@ their own record types in `agent_core.trace`; these are the rest. Part of the tr
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -278,7 +279,8 @@ class T1Retry(Decision):
                     f"top {self.outside_top_k} valid actions, so Swift's ranked action stands")
         if self.valid:
             return f"AMM T1: Swift's retry with memory proposed '{self.retry}': valid, it replaces '{self.replaced}'"
-        return f"AMM T1: Swift's retry with memory proposed '{self.retry}': still invalid, so Sage is called"
+        # who acts next is the switching rules' call (Sage may be off, or Swift forced): the step's actor says it
+        return f"AMM T1: Swift's retry with memory proposed '{self.retry}': still invalid, so it replaces nothing"
 
 
 @_kind
@@ -307,8 +309,26 @@ class Note(Decision):
         return self.text
 
 
+# Free-text notes of schema-1 traces that have a typed kind today. T1's old note said "so Sage is called"
+# whether or not the switching rules then called Sage (they often did not): read as the typed record, its text is
+# what the record shows, not that inference.
+_LEGACY_T1 = re.compile(r"^AMM T1: Swift's retry with memory proposed '(.*)': (?:still invalid, so Sage is called|"
+                        r"valid, it replaces '(.*)')$")
+LEGACY_T1_OUTCOME = ": still invalid, so Sage is called"
+
+
+def note_decision(text: str) -> Decision:
+    """A schema-1 note as the typed decision it records, where one exists; else kept as a Note."""
+    m = _LEGACY_T1.match(text)
+    if m:
+        return T1Retry(retry=m.group(1), replaced=m.group(2) or "", valid=m.group(2) is not None)
+    return Note(text=text)
+
+
 def decision_from_dict(data: dict[str, Any]) -> Decision:
     cls = KINDS.get(str(data.get("kind", "")))
+    if cls is Note:
+        return note_decision(str(data.get("text", "")))
     if cls is None:
         return Note(text=f"(a decision of unknown kind {data.get('kind')!r})")
     names = {f.name for f in dataclasses.fields(cls)}

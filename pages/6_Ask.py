@@ -1,8 +1,10 @@
 """Ask the agent: a student's question is answered from the agent's memory stream, as in Generative Agents.
 
 The question retrieves memories by recency, importance and relevance (the breakdown of each is shown at once),
-then the chosen LLM answers from them and cites them; the citations are mapped to memory ids. Ask about a
-recorded episode (every step becomes a memory, with the reason the step record gives: views/ask.py) or about a
+then the chosen LLM answers from them and cites them; the citations are mapped to memory ids, and each answer
+line is checked against the memories it cites (a line they do not back is flagged). A question the step records
+answer exactly (who acted at step k and why, what Gate-1 dropped, which memory won) is answered from the records
+(views/ask_records.py) and the model only phrases it. Ask about a recorded episode (every step becomes a memory, with the reason the step record gives: views/ask.py) or about a
 memory store the agent wrote (AMM). Asking never changes the agent's memory (last access is not updated).
 `?trace=PATH` opens an episode (the Run page links here). Works standalone (AppTest.from_file) too.
 """
@@ -27,10 +29,11 @@ from agent_core.trace import TraceError, list_traces, read_episode  # noqa: E402
 from memory_store import MemoryConfig, RetrievalResult, open_stream  # noqa: E402
 from memory_store.charts import breakdown_figure  # noqa: E402
 from memory_store.interview import (ANSWER_MAX_TOKENS, STOP, Answer, answer_question,  # noqa: E402
-                                    retrieve_for_question, top_candidates)
+                                    phrase_facts, retrieve_for_question, top_candidates)
 from session.llm import DEFAULT_EMBEDDED, llm_backend  # noqa: E402
 from views import sources  # noqa: E402
-from views.ask import episode_stream, suggested_questions  # noqa: E402
+from views.ask import episode_stream, step_memory_ids, suggested_questions  # noqa: E402
+from views.ask_records import answer_from_records  # noqa: E402
 from views import share  # noqa: E402
 from views.stores import default_store, is_store, short_path  # noqa: E402
 
@@ -46,7 +49,7 @@ def _traces() -> list[Path]:
 @st.cache_resource(show_spinner="Writing the episode's memories (each step becomes one memory)...", max_entries=16)
 def _episode_stream(trace: str, mtime: float):
     ep = read_episode(trace, tolerant=True)
-    return episode_stream(trace, ep.header, ep.steps), ep.header, ep.steps
+    return episode_stream(trace, ep.header, ep.steps), ep.header, ep.steps, ep.summary
 
 
 def sidebar() -> dict:
@@ -80,6 +83,11 @@ def sidebar() -> dict:
         S.setdefault("ask_k", MemoryConfig().top_k)
         out["k"] = int(st.number_input("Memories retrieved (k)", 1, 10, key="ask_k",
                                        help="How many memories the answer may use (`memory.top_k`)."))
+        S.setdefault("ask_phrase", True)
+        out["phrase"] = st.toggle("The model phrases exact answers", key="ask_phrase",
+                                  help="A question the step records answer exactly is answered from them. On: the "
+                                       "model words that answer (a wording that loses an action or a number is not "
+                                       "used). Off: the records' own sentence, at once.")
         if st.button("Clear the conversation", key="ask_clear"):
             S["ask_history"] = []
         share.passcode_box()
@@ -115,17 +123,17 @@ def llm_choice() -> LLMConfig:
 
 
 def open_source(choice: dict):
-    """(stream, label, header, steps) or None with a message shown."""
+    """(stream, label, header, steps, summary) or None with a message shown."""
     if choice["mode"] == "episode":
         trace = choice.get("trace")
         if not trace:
             return None
         try:
-            stream, header, steps = _episode_stream(trace, Path(trace).stat().st_mtime)
+            stream, header, steps, summary = _episode_stream(trace, Path(trace).stat().st_mtime)
         except (OSError, TraceError) as e:
             st.error(f"This episode cannot be read: {e}")
             return None
-        return stream, sources.trace_label(trace), header, steps
+        return stream, sources.trace_label(trace), header, steps, summary
     store = choice.get("store", "")
     try:
         share.checked_path(store, what="memory stores")
@@ -137,7 +145,7 @@ def open_source(choice: dict):
         return None
     stream = open_stream(MemoryConfig(persist_dir=store))
     stream.refresh()
-    return stream, f"memory store {short_path(store)}", None, None
+    return stream, f"memory store {short_path(store)}", None, None, None
 
 
 def render_retrieved(result: RetrievalResult, key: str, cited: list[str] | None = None) -> None:
@@ -163,16 +171,37 @@ def render_answer(ans: Answer) -> None:
         st.error(f"The model could not answer: {ans.error}. The memories it would have used are above.")
         return
     st.markdown(ans.text)
-    if ans.cited:
-        st.caption("Cites " + ", ".join(f"`{c}`" for c in ans.cited) + f" · {ans.model} · {ans.latency_s:.1f} s")
+    took = f" · {ans.model} · {ans.latency_s:.1f} s" if ans.model else ""
+    if ans.grounding == "records":
+        st.caption(f"Exact: built from the step records ({ans.phrasing}) · cites "
+                   + ", ".join(f"`{c}`" for c in ans.cited) + took if ans.cited else
+                   f"Exact: built from the step records ({ans.phrasing}){took}")
+    elif ans.cited:
+        st.caption("Cites " + ", ".join(f"`{c}`" for c in ans.cited) + took)
     else:
-        st.caption(f"This answer cites no memory, so nothing above backs it: read it with care · {ans.model} · "
-                   f"{ans.latency_s:.1f} s")
+        st.caption(f"This answer cites no memory, so nothing above backs it: read it with care{took}")
+    bad = ans.unsupported()
+    if bad:
+        st.warning("Check this answer against its memories: " + "; ".join(
+            f"\"{_short(x.line)}\" is {x.describe()}" for x in bad) + ".")
     if ans.bad_citations:
         st.warning(f"The model cited memories that were not shown to it: {ans.bad_citations} (marked [?n]).")
-    with st.expander("The exact prompt and the model's raw output"):
-        st.code(ans.prompt, language=None)
-        st.code(ans.raw or "(empty)", language=None)
+    if ans.prompt:
+        with st.expander("The exact prompt and the model's raw output"):
+            st.code(ans.prompt, language=None)
+            st.code(ans.raw or "(empty)", language=None)
+
+
+def _short(text: str, n: int = 90) -> str:
+    t = " ".join(text.split())
+    return t if len(t) <= n else t[: t.rfind(" ", 0, n)] + " ..."
+
+
+def render_records(cited: list[dict], key: str) -> None:
+    """The step memories an exact answer is about (the records themselves are on the Run page)."""
+    st.caption("Answered from the step records, exactly; these are the memories of the steps it is about.")
+    if cited:
+        st.dataframe(pd.DataFrame(cited), hide_index=True, key=key)
 
 
 def usual_seconds(model: str) -> float | None:
@@ -181,51 +210,79 @@ def usual_seconds(model: str) -> float | None:
     return statistics.median(lat[-5:]) if lat else None
 
 
-def ask(question: str, stream, label: str, choice: dict) -> None:
+def _with_model(cfg: LLMConfig, model: str, question: str, call, what: str) -> Answer:
+    """Run `call(generate)` in a thread while a box counts the seconds; the model is stopped if the page is left."""
+    box = st.empty()
+    cancel = threading.Event()
+    done: dict = {}
+    try:
+        backend = llm_backend(cfg)  # loaded here, in the page's own thread (a Streamlit cache)
+    except Exception as e:  # noqa: BLE001 - a backend that cannot even be built: shown, not raised
+        return Answer(question=question, memory_ids=[], prompt="", error=f"{type(e).__name__}: {e}", model=model)
+
+    def work() -> None:
+        done["answer"] = call(lambda p: backend.chat(p, max_tokens=ANSWER_MAX_TOKENS, stop=list(STOP),
+                                                     cancel=cancel).text)
+
+    th = threading.Thread(target=work, daemon=True)
+    t0 = time.perf_counter()
+    th.start()
+    est = usual_seconds(model)
+    try:
+        while th.is_alive():
+            waited = time.perf_counter() - t0
+            hint = (f"usually ~{est:.0f} s with this model here" if est is not None else
+                    "the embedded Qwen takes ~15-30 s on a 2-core CPU, SmolLM2 a few seconds")
+            box.info(f"⏳ {model} is {what}: {waited:.0f} s ({hint}).")
+            th.join(0.5)
+    finally:
+        cancel.set()  # the page was left or rerun mid-call: stop the model call too
+    box.empty()
+    return done["answer"]
+
+
+def ask(question: str, stream, label: str, choice: dict, opened: tuple) -> None:
     cfg: LLMConfig = choice["llm"]
     model = cfg.embedded_model if cfg.backend == "embedded" else (cfg.model or cfg.base_url)
+    _, _, header, steps, summary = opened
+    n = len(S["ask_history"])
     with st.chat_message("user"):
         st.markdown(question)
     with st.chat_message("assistant", avatar="🧠"):
+        exact = answer_from_records(question, header, steps, summary) if header is not None and steps else None
+        if exact is not None:
+            ids = step_memory_ids(stream)
+            cited = [{"memory": ids[k], "step": k, "description": stream.get(ids[k]).description}
+                     for k in exact.steps if k in ids]
+            render_records(cited, key=f"ask_new_{n}_records")
+            mids = [c["memory"] for c in cited]
+            if choice.get("phrase", True) and share.may_ask_model():
+                ans = _with_model(cfg, model, question, lambda gen: phrase_facts(
+                    question, exact.text, exact.keep(), mids, gen, model=model), "phrasing the records' answer")
+            else:
+                ans = phrase_facts(question, exact.text, exact.keep(), mids, None)
+            render_answer(ans)
+            S["ask_history"].append({"question": question, "source": label, "retrieval": None, "records": cited,
+                                     "answer": ans.to_dict()})
+            return
         with st.spinner("Searching the memories..."):
             result = retrieve_for_question(stream, question, k=choice["k"])
-        render_retrieved(result, key=f"ask_new_{len(S['ask_history'])}")
-        box = st.empty()
-        cancel = threading.Event()
-        done: dict = {}
+        table = st.empty()  # drawn again once the answer says which memories it cites
+        with table.container():
+            render_retrieved(result, key=f"ask_new_{n}")
         if not share.may_ask_model():  # a locked classroom browser: the memories above are the answer
             st.caption("The memories above are what the agent would answer from; in this class the model that "
                        "phrases an answer is kept for the teacher.")
             S["ask_history"].append({"question": question, "source": label, "retrieval": result.to_dict(),
                                      "answer": None})
             return
-        try:
-            backend = llm_backend(cfg)  # loaded here, in the page's own thread (a Streamlit cache)
-        except Exception as e:  # noqa: BLE001 - a backend that cannot even be built: shown, not raised
-            backend, done["answer"] = None, Answer(question=question, memory_ids=[], prompt="",
-                                                   error=f"{type(e).__name__}: {e}", model=model)
-
-        def work() -> None:
-            done["answer"] = answer_question(question, result, lambda p: backend.chat(
-                p, max_tokens=ANSWER_MAX_TOKENS, stop=list(STOP), cancel=cancel).text, model=model)
-
-        th = threading.Thread(target=work, daemon=True)
-        t0 = time.perf_counter()
-        if backend is not None:
-            th.start()
-        est = usual_seconds(model)
-        try:
-            while th.is_alive():
-                waited = time.perf_counter() - t0
-                hint = (f"usually ~{est:.0f} s with this model here" if est is not None else
-                        "the embedded Qwen takes ~15-30 s on a 2-core CPU, SmolLM2 a few seconds")
-                box.info(f"⏳ {model} is answering from the {len(top_candidates(result))} memories above: "
-                         f"{waited:.0f} s ({hint}).")
-                th.join(0.5)
-        finally:
-            cancel.set()  # the page was left or rerun mid-call: stop the model call too
-        box.empty()
-        ans = done["answer"]
+        n_mem = len(top_candidates(result))
+        ans = _with_model(cfg, model, question, lambda gen: answer_question(question, result, gen, model=model),
+                          f"answering from the {n_mem} memories above")
+        if ans.cited:
+            table.empty()
+            with table.container():
+                render_retrieved(result, key=f"ask_new_{n}_cited", cited=ans.cited)
         render_answer(ans)
     S["ask_history"].append({"question": question, "source": label, "retrieval": result.to_dict(),
                              "answer": ans.to_dict()})
@@ -244,13 +301,16 @@ for i, h in enumerate(S["ask_history"]):
         st.caption(h["source"])
     with st.chat_message("assistant", avatar="🧠"):
         ans = Answer.from_dict(h["answer"]) if h["answer"] else None
-        render_retrieved(RetrievalResult.from_dict(h["retrieval"]), key=f"ask_h{i}",
-                         cited=ans.cited if ans else None)
+        if h.get("retrieval") is None:
+            render_records(h.get("records") or [], key=f"ask_h{i}_records")
+        else:
+            render_retrieved(RetrievalResult.from_dict(h["retrieval"]), key=f"ask_h{i}",
+                             cited=ans.cited if ans else None)
         if ans is not None:
             render_answer(ans)
 
 if opened is not None:
-    stream, label, header, steps = opened
+    stream, label, header, steps, _summary = opened
     new = st.container()  # the new exchange goes under the earlier ones, above the suggestions
     st.caption(f"Asking about **{label}** · {len(stream)} memories")
     question = None
@@ -264,4 +324,4 @@ if opened is not None:
     question = typed or question
     if question and question.strip():
         with new:
-            ask(question.strip(), stream, label, choice)
+            ask(question.strip(), stream, label, choice, opened)

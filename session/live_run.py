@@ -195,7 +195,9 @@ def _start_step(rs: RunSession, agent) -> StepJob:
     now = time.perf_counter()
     job = StepJob(step=len(agent.records) + 1, started=now, since=now,
                   label=(f"{owner}: taking the next buffered action ({len(pending)} pending)" if pending else
-                         "Swift is choosing (if a switching rule fires, Sage is called: an LLM call)"))
+                         "Swift is choosing (if a switching rule fires, Sage is called: an LLM call)"
+                         if getattr(getattr(agent, "parts", None), "sage", True) else
+                         "Swift is choosing (Swift alone: no model call)"))
     llm, lock = getattr(agent, "llm", None), rs.lock  # the worker cannot read the session state
 
     def announce(prompt: str = "") -> None:

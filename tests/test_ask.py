@@ -10,13 +10,16 @@ from streamlit.testing.v1 import AppTest
 
 from agent_core.trace import read_episode
 from memory_store import MemoryConfig, MemoryStream
-from memory_store.interview import answer_question, parse_citations, retrieve_for_question, top_candidates
-from views.ask import episode_memories, episode_stream, suggested_questions
+from memory_store.interview import (answer_question, check_support, interview_prompt, parse_citations, phrase_facts,
+                                    retrieve_for_question, top_candidates)
+from views.ask import episode_memories, episode_stream, step_memory_ids, suggested_questions
+from views.ask_records import answer_from_records
 
 pytestmark = pytest.mark.xdist_group("test_ask")
 
 ROOT = Path(__file__).resolve().parents[1]
 FULL = ROOT / "assets" / "episodes" / "inclined-plane-friction-named-surfaces-v1038-full.jsonl"
+BOIL = ROOT / "assets" / "evaluations" / "cpu-10x1x30" / "traces" / "baseline" / "boil-v21-baseline.jsonl"
 IDS = ["m000004", "m000009", "m000001"]
 
 
@@ -105,6 +108,7 @@ def test_answer_cites_ids_and_failures_are_recorded(episode):
 
     ans = answer_question("what did you do with the block?", result, fake, model="scripted")
     memories = seen[0].split("Your memories:")[1]
+    assert "kitchen" not in seen[0] and "Example" not in seen[0]  # no example answer a question could match
     assert "[1] " in memories and "[3] " in memories and "[4] " not in memories
     assert ans.text == f"I moved the block [{ids[1]}]. Then I timed it [{ids[2]}]." and ans.cited == ids[1:]
 
@@ -143,21 +147,30 @@ def test_page_answers_with_the_real_embedded_model_after_showing_the_memories(tm
     focus_q.click()
     at.run()
     assert not at.exception
+    # the records answer this one exactly: the focus step's memory is cited and the model only phrases it
     (h,) = at.session_state["ask_history"]
-    assert h["question"] == focus_q.label and h["answer"]["model"] == "smollm2-135m"
-    assert h["answer"]["error"] is None and h["answer"]["raw"].strip()
+    focus_step = next(r.step for r in read_episode(FULL).steps if r.action.startswith("focus on"))
+    assert h["question"] == focus_q.label and h["retrieval"] is None and h["answer"]["grounding"] == "records"
+    assert [c["step"] for c in h["records"]] == [focus_step] and h["answer"]["cited"] == [h["records"][0]["memory"]]
+    assert h["answer"]["model"] == "smollm2-135m" and h["answer"]["raw"].strip()  # the model was asked to phrase it
+    assert any(c.value.startswith("Exact: built from the step records") for c in at.caption)
+    # a question the records do not answer: memories first (chart + table with the three scores), then the answer
+    at.chat_input(key="ask_input").set_value("what do you know about friction?")
+    at.run()
+    assert not at.exception
+    assert [x["question"] for x in at.session_state["ask_history"]] == [focus_q.label, "what do you know about friction?"]
+    h = at.session_state["ask_history"][1]
+    assert h["answer"]["grounding"] == "memories" and h["answer"]["error"] is None and h["answer"]["raw"].strip()
     memories = h["answer"]["prompt"].split("Your memories:")[1]
     assert len(h["answer"]["memory_ids"]) == 5 and memories.count("\n[") == 5
-    # the retrieved memories (chart + table with the three scores) come before the answer in the page
-    table = at.dataframe[0].value
+    table = at.dataframe[1].value
     assert list(table.columns[:9]) == ["#", "memory", "cited", "type", "score", "recency", "importance", "relevance",
                                        "won on"]
     assert list(table["memory"]) == h["answer"]["memory_ids"]
-    # a typed question goes under the first one; the conversation stays
-    at.chat_input(key="ask_input").set_value("what do you know about friction?")
-    at.run()
-    assert [x["question"] for x in at.session_state["ask_history"]] == [focus_q.label, "what do you know about friction?"]
-    assert len(at.dataframe) == 2
+    # the table marks what the newest answer cites on the same run, not on the next one
+    assert [m for m, c in zip(table["memory"], table["cited"]) if c] == \
+        [m for m in h["answer"]["memory_ids"] if m in h["answer"]["cited"]]
+    assert len(h["answer"]["support"]) >= 1 and len(at.dataframe) == 2
 
 
 @pytest.mark.model
@@ -167,12 +180,17 @@ def test_page_unreachable_server_shows_the_memories_and_a_clear_error(tmp_path, 
     at.session_state["ask_backend"] = "openai"
     at.session_state["ask_url"] = "http://127.0.0.1:9/v1"  # nothing listens there
     at.run()
-    at.chat_input(key="ask_input").set_value("why did you go to the hallway?")
+    at.chat_input(key="ask_input").set_value("what do you know about friction?")
     at.run()
     assert not at.exception
     assert at.dataframe and len(at.dataframe[0].value) == 5
     assert any("The model could not answer" in e.value for e in at.error)
     assert at.session_state["ask_history"][0]["answer"]["error"]
+    # an exact answer does not need the model: the records' own words, and why they were not phrased
+    at.chat_input(key="ask_input").set_value("why did you go to the hallway?")
+    at.run()
+    ans = at.session_state["ask_history"][1]["answer"]
+    assert ans["error"] is None and ans["grounding"] == "records" and "could not phrase" in ans["phrasing"]
 
 
 @pytest.mark.model
@@ -185,3 +203,100 @@ def test_page_refuses_a_link_outside_the_trace_folders(tmp_path, monkeypatch):
     at.run()
     assert not at.exception
     assert str(outside) not in at.selectbox(key="ask_trace").options  # an example is opened instead
+
+
+BOIL_STEP = ("Step 3, in the hallway: I did 'go to kitchen'. Why: Swift chose 'go to kitchen', its most likely valid "
+             "action. The game said: \"You move to the kitchen.\" The score stayed at 0.")
+
+
+@pytest.mark.parametrize("line, supported, missing", [
+    # the 1.5B model's copy of the old prompt's example, on a boil-lead episode: water and the sink are its own
+    ("[m000003] I went to the kitchen because the task needed water and the sink is there.", False,
+     ["task", "water", "sink"]),
+    ("[m000003] I went to the kitchen because Swift chose it as its most likely valid action.", True, []),
+    ("[m000003] That move earned 5 points.", False, ["earn", "5", "point"]),  # a number the memory does not hold
+    ("I am sure it was the right call.", False, ["sure", "right", "call"]),  # cites nothing
+    ("[m000003] I did it.", True, []),  # claims nothing beyond the memory
+])
+def test_an_answer_line_is_checked_against_the_memory_it_cites(line, supported, missing):
+    (s,) = check_support(line, {"m000003": BOIL_STEP})
+    assert s.supported is supported and s.missing == missing
+    assert s.describe().startswith("supported by m000003" if supported else
+                                   ("not supported by m000003" if s.cited else "cites no memory"))
+
+
+def test_questions_the_records_answer_exactly():
+    ep = read_episode(FULL)
+    by_step = {r.step: r for r in ep.steps}
+    sage = next(r for r in ep.steps if r.trigger is not None and r.system == "sage")
+    a = answer_from_records(f"Why did Sage take over at step {sage.step}?", ep.header, ep.steps, ep.summary)
+    assert a.kind == "step" and a.steps == [sage.step] and a.text.startswith(f"At step {sage.step} Sage acted")
+    assert f"'{sage.action}'" in a.text and sage.action in a.keep() and str(sage.step) in a.keep()
+    swift = next(r for r in ep.steps if r.system == "swift")
+    a = answer_from_records(f"who acted at step {swift.step} and why", ep.header, ep.steps)
+    assert a.text.startswith(f"At step {swift.step} Swift acted: Swift")
+    assert answer_from_records("what happened at step 999?", ep.header, ep.steps).text == \
+        f"This episode has {len(ep.steps)} steps, so there is no step 999."
+    drops = [(r.step, g) for r in ep.steps for g in r.gate1 if g.decision == "DROP"]
+    a = answer_from_records("What did Gate-1 drop?", ep.header, ep.steps)
+    assert a.kind == "gate1" and (f"dropped {len(drops)} action(s)" in a.text if drops else "dropped none" in a.text)
+    base = read_episode(str(FULL).replace("-full.jsonl", "-baseline.jsonl"))
+    assert "not on in this episode" in answer_from_records("what did gate-1 drop at step 2?", base.header,
+                                                           base.steps).text
+    assert "without episodic memory" in answer_from_records("Which memory won at step 3?", base.header,
+                                                            base.steps).text
+    injected = next((r for r in ep.steps for x in r.retrievals if x.injected_ids and not x.error), None)
+    if injected is not None:
+        a = answer_from_records(f"Which memory won at step {injected.step}?", ep.header, ep.steps)
+        x = next(x for x in injected.retrievals if x.injected_ids and not x.error)
+        assert a.kind == "memory" and x.injected_ids[0] in a.text
+    a = answer_from_records("When did Sage take over?", ep.header, ep.steps)
+    called = [r.step for r in ep.steps if r.trigger is not None and r.trigger.name in
+              ("invalid", "critical", "stuck", "unexpected", "gate1_drops")]
+    assert a.kind == "sage" and a.text.startswith(f"Sage was asked {len(called)} time(s), at step(s) {called[0]}")
+    focus = next(r for r in ep.steps if r.action.startswith("focus on"))
+    a = answer_from_records(f"Why did you {focus.action}?", ep.header, ep.steps)
+    assert a.kind == "action" and a.steps == [focus.step] and f"step {focus.step}" in a.text
+    assert answer_from_records("Why did you go to the kitchen?", ep.header, ep.steps).text.startswith(
+        "I never went to the kitchen in this episode")
+    assert answer_from_records("How did the episode end?", ep.header, ep.steps, ep.summary).text.endswith(
+        f"the final score was {ep.summary.final_score:g}.")
+    assert answer_from_records("What did you learn about friction?", ep.header, ep.steps) is None
+    assert by_step
+
+
+def test_a_phrasing_that_loses_a_fact_is_not_shown():
+    facts = "At step 4 I did 'move block to inclined plane a'. It earned +10 points (now 40)."
+    keep = ["'move block to inclined plane a'", "4", "+10", "40"]
+    good = phrase_facts("q", facts, [k.strip("'") for k in keep], ["m000003"],
+                        lambda p: "At step 4 I did 'move block to inclined plane a', which earned +10 points (now 40).",
+                        model="scripted")
+    assert good.text.endswith("[m000003]") and good.phrasing == "phrased by scripted" and good.grounding == "records"
+    lost = phrase_facts("q", facts, [k.strip("'") for k in keep], ["m000003"],
+                        lambda p: "I moved the block and got points.", model="scripted")
+    assert lost.text == facts + " [m000003]" and "lost" in lost.phrasing and lost.raw
+    assert phrase_facts("q", facts, [], [], None).text == facts and not interview_prompt("q", []).count("Example")
+
+
+@pytest.mark.model
+def test_the_kitchen_question_on_a_boil_episode_with_the_real_smollm2(tmp_path, monkeypatch):
+    """The old prompt's example ("the task needed water and the sink is there") was copied as the answer; now
+    the records answer it, and the model's answer from memories carries no example to copy."""
+    from agent_core.config import LLMConfig
+    from agent_core.llm import make_backend
+
+    monkeypatch.setenv("SWIFTSAGE_RUNS_DIR", str(tmp_path / "runs"))
+    ep = read_episode(BOIL)
+    stream = episode_stream(BOIL, ep.header, ep.steps)
+    q = "Why did you go to the kitchen?"
+    exact = answer_from_records(q, ep.header, ep.steps, ep.summary)
+    kitchen = [r.step for r in ep.steps if r.action == "go to kitchen"]
+    assert exact.kind == "action" and exact.steps == kitchen[:1] and f"at steps {kitchen[0]}" in exact.text
+    llm = make_backend(LLMConfig(backend="embedded", embedded_model="smollm2-135m", n_threads=2))
+    gen = lambda p: llm.chat(p, max_tokens=80, stop=["\nStudent"]).text  # noqa: E731
+    ids = step_memory_ids(stream)
+    phrased = phrase_facts(q, exact.text, exact.keep(), [ids[s] for s in exact.steps], gen, model="smollm2-135m")
+    assert phrased.grounding == "records" and "go to kitchen" in phrased.text and str(kitchen[0]) in phrased.text
+    free = answer_question(q, retrieve_for_question(stream, q, k=5), gen, model="smollm2-135m")
+    assert free.error is None and "sink is there" not in free.raw and "needed water" not in free.raw
+    assert free.support and all(set(s) >= {"line", "supported", "missing"} for s in free.support)

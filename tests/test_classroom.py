@@ -175,9 +175,13 @@ def test_ask_page_in_share_mode_uses_the_operators_model_and_folders(monkeypatch
     assert any("outside the app's folders" in e.value for e in at.error)
     # a visitor's question about an episode gets its memories, and no model call is made
     at.radio(key="ask_mode").set_value("episode").run()
-    at.chat_input(key="ask_input").set_value("why did you focus on the block?").run()
+    at.chat_input(key="ask_input").set_value("what do you know about the block?").run()
     (h,) = at.session_state["ask_history"]
     assert h["answer"] is None and h["retrieval"]["candidates"]
+    # a question the records answer exactly is answered from them, still without the model
+    at.chat_input(key="ask_input").set_value("why did you focus on the block?").run()
+    h = at.session_state["ask_history"][1]
+    assert h["answer"]["grounding"] == "records" and h["answer"]["model"] == "" and not h["answer"]["raw"]
     assert operator.auth == [] and stranger.auth == []
 
 

@@ -109,3 +109,9 @@ def suggested_questions(header: EpisodeHeader, records: list[StepRecord]) -> lis
         out.append(f"What earned you points at step {max(gains, key=lambda r: r.reward).step}?")
     out.append(f"What did you learn about the task '{header.task}'?")
     return out[:4]
+
+
+def step_memory_ids(stream: MemoryStream) -> dict[int, str]:
+    """Step number -> the id of that step's memory in an episode's stream (`episode_memories` writes one each)."""
+    return {int(m.extra["step"]): m.id for m in stream.memories()
+            if m.type == "observation" and isinstance(m.extra, dict) and "step" in m.extra}

@@ -48,9 +48,16 @@ def panel_recency_importance(stream: MemoryStream, frame: pd.DataFrame) -> None:
                           yaxis_title="memories", height=380, margin=dict(l=10, r=10, t=40, b=10))
         st.plotly_chart(fig, key="mem_importance")
     since = stream.importance_since_last_reflection()
-    st.progress(min(1.0, since / max(c.reflection_threshold, 1e-9)),
-                text=f"Importance since the last reflection: {since:g} / {c.reflection_threshold:g} "
-                     "(the agent reflects when it passes the threshold)")
+    if len(frame) and "reflection" in set(frame["type"]):
+        text = (f"Importance since the last reflection: {since:g} / {c.reflection_threshold:g} (the agent "
+                "reflects after an episode once it passes the threshold)")
+    else:  # "since the last reflection" would claim one happened
+        text = (f"No reflection in this store yet. Importance of its memories: {since:g}, threshold "
+                f"{c.reflection_threshold:g}. " + ("The agent reflects after an episode once the sum passes the "
+                "threshold, when an LLM is attached (a store written without one, such as the warm-up's, never "
+                "reflects)." if since > c.reflection_threshold else "The agent reflects after an episode once the "
+                "sum passes the threshold."))
+    st.progress(min(1.0, since / max(c.reflection_threshold, 1e-9)), text=text)
 
 
 @st.cache_data(show_spinner=False, max_entries=8)

@@ -155,9 +155,13 @@ def render_retrieval(result: RetrievalResult, key: str) -> None:
         "relevance": round(c.relevance, 4), "description": c.description} for c in ranked])
     table["recorded rank"] = table["recorded rank"].astype("Int64")  # blank, not NaN, for newcomers
     st.dataframe(table, hide_index=True, key=f"{key}_table")
-    with st.expander(f"All {len(result.candidates)} recorded candidates and the raw record"):
-        st.caption("Every memory that was scored (best first under the recorded weights); the bounds are "
-                   "the min and max each score was normalized with.")
+    kept = (f"All {len(result.candidates)} scored candidates" if len(result.candidates) >= result.examined else
+            f"The {len(result.candidates)} best of the {result.examined} scored memories")
+    with st.expander(f"{kept} and the raw record"):
+        st.caption(("Every memory that was scored" if len(result.candidates) >= result.examined else
+                    f"The record keeps the {len(result.candidates)} best of the {result.examined} memories scored")
+                   + " (best first under the recorded weights); the bounds are the min and max each score was "
+                   "normalized with.")
         st.json(result.bounds, expanded=False)
         st.dataframe(pd.DataFrame([c.to_dict() for c in result.candidates]), hide_index=True)
         st.json(result.to_dict(), expanded=False)

@@ -26,8 +26,12 @@ SCORE_WORDS = {"recency_n": "recency (it was used or written recently)", "import
 
 
 def _q(text: str, n: int = 70) -> str:
+    """A quoted action or text, cut at a word (never mid-word) when longer than n."""
     text = " ".join(str(text).split())
-    return f"'{text if len(text) <= n else text[: n - 1] + '…'}'"
+    if len(text) <= n:
+        return f"'{text}'"
+    cut = text.rfind(" ", 0, n - 1)
+    return f"'{text[: cut if cut > n // 2 else n - 1]}…'"
 
 
 def _short_reason(code: str) -> str:

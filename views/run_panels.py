@@ -135,7 +135,8 @@ def step_summary(r: StepRecord) -> str:
     if r.stagnation:
         parts.append("◆ stagnation")
     if r.critic:
-        parts.append(f"● Critic {r.critic.status}")
+        parts.append("● Critic " + {"called": "called", "failed": "call failed", "waiting": "waiting"}.get(
+            r.critic.status, "skipped"))
     if any(c.error for c in r.llm_calls):
         parts.append("⚠ LLM error")
     if r.action_valid is False:

@@ -232,7 +232,7 @@ def render_critic(c: CriticCall, decisions: list[Gate1Decision], *, explain: boo
                   show_raw: bool = True) -> None:
     """The Critic at this step. show_raw=False inside the step list (an expander cannot hold another)."""
     words, color = CRITIC_STATUS.get(c.status, (c.status, "#7f7f7f"))
-    st.markdown(f"**Critic** {chip(c.status, color)} {esc(words)}", unsafe_allow_html=True)
+    st.markdown(f"**Critic**: {chip(words, color)}", unsafe_allow_html=True)  # one phrase, not status + words
     if explain:
         st.caption(WHAT["critic"])
     st.markdown(f"Asked for by the stagnation report of step {c.report_step}." +

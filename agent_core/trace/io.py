@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..decisions import Note, decision_from_dict
+from ..decisions import decision_from_dict, note_decision
 from .schema import (SUPPORTED_SCHEMAS, ActionMapping, AfterStep, CriticCall, EnvEvent, Episode, EpisodeHeader,
                      EpisodeSummary, Gate1Decision, LLMCall, MemoryRetrieval, MemoryWrite, MenuChoice, StagnationReport,
                      StepRecord, SwiftCandidate, TraceError, Trigger)
@@ -34,7 +34,8 @@ def _from_dict(cls: type, data: dict[str, Any]) -> Any:
     if isinstance(obj, StepRecord):
         obj.decisions = [decision_from_dict(d) if isinstance(d, dict) else d for d in obj.decisions]
         if not obj.decisions and obj.notes:  # schema 1: the decisions were free text
-            obj.decisions = [Note(text=n) for n in obj.notes]
+            obj.decisions = [note_decision(n) for n in obj.notes]
+            obj.notes = [d.describe() for d in obj.decisions]
     for key, sub in nested.items():
         if not hasattr(obj, key):
             continue
