@@ -15,6 +15,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 from views import share  # noqa: E402 - after the offline switches
+from views.app_shell import case_insensitive_url  # noqa: E402
 
 st.set_page_config(page_title="SwiftSage Explorer", page_icon="🧪", layout="wide")
 
@@ -28,5 +29,6 @@ PAGES = [
     st.Page("pages/6_Ask.py", title="Ask the agent", icon="💬", url_path="ask"),
 ]
 share.lower_priority_for_visitors()  # a classroom's visitors draw their pages below the teacher's run
+case_insensitive_url([p.url_path for p in PAGES])
 nav = st.navigation(PAGES)
 nav.run()

@@ -57,7 +57,7 @@ with st.sidebar:
     sources_shown = (["Live run"] if share.unlocked() else []) + ["Recorded episode", "Follow live"]
     if S.get("run_source") not in sources_shown:
         S["run_source"] = "Follow live" if S.get("run_source") == "Live run" else sources_shown[0]
-    source = st.radio("Source", sources_shown, key="run_source", horizontal=True,
+    source = st.radio("Source", sources_shown, key="run_source", persist_state="session", horizontal=True,
                       help="Run the agent now, replay an episode recorded earlier, or follow the run being "
                            "recorded right now (the teacher's), step by step as it happens.")
     share.passcode_box()
@@ -75,9 +75,8 @@ else:
     with st.sidebar:
         settings = live_sidebar(DEFAULT_EMBEDDED)
         live_buttons(live_run.set_cmd, running=bool(run.running), left=run.left)
+        changed_slot = st.empty()  # filled after this run's command: a Reset pressed now has used the settings
         agent, header = run.agent, run.header
-        if agent is not None and header is not None and run.agent_key != settings_key(settings):
-            st.info("Settings changed: press Reset to start a new episode with them.")
         if agent is not None and header is not None and agent.trace_path is not None:
             fork_box(str(agent.trace_path), types.SimpleNamespace(header=header, steps=list(agent.records)),
                      len(agent.records), on_fork=continue_run.request_fork)
@@ -86,6 +85,8 @@ else:
         st.info("Paused. The model call in progress was stopped; that step took Swift's action instead and is "
                 "recorded with the cancellation (see its LLM error). Press Step or Run to go on.")
     want_step = live_run.command(settings)
+    if run.agent is not None and run.header is not None and run.agent_key != settings_key(settings):
+        changed_slot.info("Settings changed: press Reset to start a new episode with them.")
     # the step's progress goes above the episode, which is drawn first: the last step stays readable (not
     # faded) while Swift or a model works on the next one
     progress_slot = st.container()

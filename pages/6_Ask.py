@@ -55,7 +55,7 @@ def _episode_stream(trace: str, mtime: float):
 def sidebar() -> dict:
     with st.sidebar:
         st.header("Ask the agent")
-        mode = st.radio("Ask about", ["episode", "store"], key="ask_mode", horizontal=True,
+        mode = st.radio("Ask about", ["episode", "store"], key="ask_mode", persist_state="session", horizontal=True,
                         format_func={"episode": "a recorded episode", "store": "a memory store"}.get,
                         help="An episode: every step of it is one memory, with the reason the agent had. A store: "
                              "the episodic memory the agent itself wrote across runs (AMM).")
@@ -73,18 +73,18 @@ def sidebar() -> dict:
                 names = [str(p) for p in traces]
                 if S.get("ask_trace") not in names:
                     S["ask_trace"] = names[0]
-                out["trace"] = st.selectbox("Episode", names, key="ask_trace", format_func=sources.trace_label)
+                out["trace"] = st.selectbox("Episode", names, key="ask_trace", persist_state="session", format_func=sources.trace_label)
         else:
             d, why = default_store()
             S.setdefault("ask_store", d)
-            out["store"] = st.text_input("Memory store directory", key="ask_store", help=f"Default: {why}.")
+            out["store"] = st.text_input("Memory store directory", key="ask_store", persist_state="session", help=f"Default: {why}.")
         st.divider()
         out["llm"] = llm_choice()
         S.setdefault("ask_k", MemoryConfig().top_k)
-        out["k"] = int(st.number_input("Memories retrieved (k)", 1, 10, key="ask_k",
+        out["k"] = int(st.number_input("Memories retrieved (k)", 1, 10, key="ask_k", persist_state="session",
                                        help="How many memories the answer may use (`memory.top_k`)."))
         S.setdefault("ask_phrase", True)
-        out["phrase"] = st.toggle("The model phrases exact answers", key="ask_phrase",
+        out["phrase"] = st.toggle("The model phrases exact answers", key="ask_phrase", persist_state="session",
                                   help="A question the step records answer exactly is answered from them. On: the "
                                        "model words that answer (a wording that loses an action or a number is not "
                                        "used). Off: the records' own sentence, at once.")
@@ -104,21 +104,21 @@ def llm_choice() -> LLMConfig:
         return op.llm()
     op = share.operator_or_default()
     S.setdefault("ask_backend", op.backend)
-    backend = st.selectbox("Model that answers", ["embedded", "openai"], key="ask_backend",
+    backend = st.selectbox("Model that answers", ["embedded", "openai"], key="ask_backend", persist_state="session",
                            format_func={"embedded": "embedded (offline, on this CPU)",
                                         "openai": "OpenAI-compatible server (vLLM, Ollama, ...)"}.get)
     cfg = LLMConfig(backend=backend)
     if backend == "embedded":
         S.setdefault("ask_emb", DEFAULT_EMBEDDED)
-        cfg.embedded_model = st.selectbox("Embedded model", list(EMBEDDED_MODELS), key="ask_emb",
+        cfg.embedded_model = st.selectbox("Embedded model", list(EMBEDDED_MODELS), key="ask_emb", persist_state="session",
                                           format_func=lambda k: EMBEDDED_MODELS[k].title,
                                           help="Qwen2.5-Coder-1.5B answers sensibly in ~15-30 s on a 2-core "
                                                "CPU; SmolLM2-135M in seconds, but its answers are poor.")
     else:
         S.setdefault("ask_url", op.base_url)
         S.setdefault("ask_model", op.model)
-        cfg.base_url = st.text_input("Server URL", key="ask_url", help="The /v1 address, e.g. vLLM's.")
-        cfg.model = st.text_input("Model name", key="ask_model", help="Empty: the server's default.")
+        cfg.base_url = st.text_input("Server URL", key="ask_url", persist_state="session", help="The /v1 address, e.g. vLLM's.")
+        cfg.model = st.text_input("Model name", key="ask_model", persist_state="session", help="Empty: the server's default.")
     return cfg
 
 

@@ -236,6 +236,8 @@ def _finish_step(job: StepJob, agent) -> None:
     rs = session()
     if job.over:
         rs.running = False
+    elif job.error and job.cancel.is_set():  # Pause stopped it: a pause, not a failure
+        rs.running = False
     elif job.error:
         fail(job.error)
     elif job.rec is not None:
@@ -244,13 +246,24 @@ def _finish_step(job: StepJob, agent) -> None:
 
 def _watch(job: StepJob, agent, where) -> None:
     """Show the step in flight with its elapsed seconds until it ends; the last step stays readable below."""
-    with where.status(progress_label(job.progress(), agent.records), expanded=False) as status:
+    def label() -> str:
+        if job.cancel.is_set():  # said at once: a model call can take a few seconds to stop
+            return f"Stopping step {job.step}... (Pause pressed: the model call in progress is being stopped)"
+        return progress_label(job.progress(), agent.records)
+
+    with where.status(label(), expanded=False) as status:
         while not job.done:
-            status.update(label=progress_label(job.progress(), agent.records))
-            time.sleep(0.5)
+            status.update(label=label())
+            time.sleep(0.25 if job.cancel.is_set() else 0.5)
         _finish_step(job, agent)
         rec = job.rec
-        if job.error:
+        if job.cancel.is_set():
+            cut = rec is None or any("cancel" in (c.error or "") for c in rec.llm_calls)
+            what = (f"Paused after step {job.step} ('{rec.action}', {actor_label(rec.system)})" if not cut and rec
+                    else f"Paused: the model call of step {job.step} was stopped" + (
+                        f"; the step took '{rec.action}' ({actor_label(rec.system)})" if rec is not None else ""))
+            status.update(label=what + ". Press Step or Run to go on.", state="complete")
+        elif job.error:
             status.update(label=job.error, state="error")
         elif rec is not None:
             status.update(label=f"Step {rec.step}: {actor_label(rec.system)} took '{rec.action}' "

@@ -128,6 +128,12 @@ def test_reset_step_run_n(monkeypatch, tmp_path, factory):
     labels = [e.label for e in at.expander if e.label.startswith("Step ")]
     assert labels[0].startswith("Step 4 · Swift (fast) · look around") and labels[-1].startswith("Step 1 ·")
     assert len(factory.made) == 1  # one agent per session, reused across steps
+    changed = lambda: [i.value for i in at.sidebar.info if i.value.startswith("Settings changed")]  # noqa: E731
+    assert changed() == []  # nothing changed since Reset
+    at.number_input(key="run_step_limit").set_value(77).run()
+    assert changed()
+    at.button(key="run_reset").click().run()  # the Reset that uses them says nothing is pending any more
+    assert changed() == [] and len(factory.made) == 2
 
 
 @pytest.mark.jvm
@@ -226,6 +232,16 @@ def test_live_settings_survive_a_trip_to_the_recorded_view(monkeypatch, tmp_path
     assert "No recorded episodes yet" in at.info[0].value
     at.radio(key="run_source").set_value("Live run").run()
     assert at.selectbox(key="run_task").value == "melt" and at.selectbox(key="run_preset").value == "full"
+
+
+@pytest.mark.page
+def test_the_sidebar_shows_the_variations_own_task_text(monkeypatch, tmp_path):
+    """boil's general text is "boil water"; test variation 21 boils lead (assets/variation_texts.json.gz)."""
+    at = _page(monkeypatch, tmp_path / "runs")
+    at.selectbox(key="run_task").set_value("boil").run()
+    at.selectbox(key="run_variation").set_value(21).run()
+    text = " ".join(c.value for c in at.sidebar.caption)
+    assert "Your task is to boil lead." in text and "boil water" not in text
 
 
 @pytest.mark.page

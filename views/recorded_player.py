@@ -126,7 +126,7 @@ def recorded_view(on_fork: Callable[[str, int, str, bool], None], on_resume: Cal
             return
         if S.get("run_trace") not in traces:
             S["run_trace"] = traces[0]
-        path = st.selectbox("Recorded episode", traces, key="run_trace", format_func=_trace_label,
+        path = st.selectbox("Recorded episode", traces, key="run_trace", persist_state="session", format_func=_trace_label,
                             help="Traces in runs/ (your live runs) and assets/episodes/ (examples), newest first.")
     try:
         stat = Path(path).stat()

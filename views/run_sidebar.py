@@ -11,6 +11,7 @@ import streamlit as st
 from agent_core.config import PRESETS, Config, LLMConfig, preset
 from agent_core.env import SPLITS, catalog
 from agent_core.llm.embedded import MODELS as EMBEDDED_MODELS
+from agent_core.variation_texts import variation_text
 from views import share, sources
 
 S = st.session_state
@@ -41,8 +42,8 @@ class LiveSettings:
     quick: bool = False  # Swift alone: no model call at all
 
 
-def keep_settings() -> None:
-    for k in KEPT:
+def keep_settings(keys: tuple[str, ...] = KEPT) -> None:
+    for k in keys:
         if k in S:
             S[k] = S[k]
 
@@ -50,27 +51,30 @@ def keep_settings() -> None:
 def live_sidebar(default_embedded: str) -> LiveSettings:
     cat = catalog()
     names = cat.names()
-    task = st.selectbox("Task", names, key="run_task", format_func=lambda n: f"{cat.get(n).index}: {n}",
+    task = st.selectbox("Task", names, key="run_task", persist_state="session", format_func=lambda n: f"{cat.get(n).index}: {n}",
                         help="One of ScienceWorld's 30 science tasks.")
     info = cat.get(task)
-    st.caption(f"**{info.title}** ({info.topic}). {info.description}")
+    about = st.empty()  # the variation's own text, once the variation is chosen below
     S.setdefault("run_split", "test")
-    split = st.selectbox("Split", SPLITS, key="run_split",
+    split = st.selectbox("Split", SPLITS, key="run_split", persist_state="session",
                          help="Variations are split into train (Swift learned from them), dev and test "
                               "(never seen in training; used for scoring).")
     options = info.variations(split)
     if S.get("run_variation") not in options and options:
         S["run_variation"] = options[0]
-    variation = st.selectbox("Variation", options, key="run_variation",
+    variation = st.selectbox("Variation", options, key="run_variation", persist_state="session",
                              help=f"The {len(options)} {split} variations of this task (objects and rooms differ).")
+    own = variation_text(task, variation) if variation is not None else None
+    about.caption(f"**{info.title}** ({info.topic}). " + (own or f"{info.description} (the task's general text: "
+                  f"variation {variation}'s own objects and rooms show in the step header after Reset)"))
     names_p = list(PRESETS)
-    pre = st.selectbox("Preset", names_p, key="run_preset", format_func=lambda p: p,
+    pre = st.selectbox("Preset", names_p, key="run_preset", persist_state="session", format_func=lambda p: p,
                        help="Which modules are on (Configurations page has every number).")
     st.caption(PRESETS[pre][0])
     memory_store = ""
     if preset(pre).amm.enabled:
         S.setdefault("run_memory", "continue")
-        mem = st.radio("Episodic memory", ["continue", "fresh"], key="run_memory", horizontal=True,
+        mem = st.radio("Episodic memory", ["continue", "fresh"], key="run_memory", persist_state="session", horizontal=True,
                        format_func={"continue": "keep learning", "fresh": "fresh copy"}.get,
                        help="Keep learning: every episode writes into the agent's store (runs/memory/agent), so "
                             "what it learns carries over to your next episodes. Fresh copy: this browser session "
@@ -79,7 +83,7 @@ def live_sidebar(default_embedded: str) -> LiveSettings:
         if mem == "fresh":
             S.setdefault("run_memory_session", time.strftime("%Y%m%d-%H%M%S"))
             memory_store = str(sources.runs_dir() / "memory" / f"session-{S['run_memory_session']}-{pre}")
-    quick = st.toggle("Quick demo: Swift alone", key="run_quick",
+    quick = st.toggle("Quick demo: Swift alone", key="run_quick", persist_state="session",
                       help="Swift acts alone and no model is called: no switching rule calls Sage, the Critic and "
                            "reflection are off (`controller.sage_enabled`, `srm.critic_enabled` = false, "
                            "`amm.reflection` = off), so every step takes a fraction of a second. The Sage and Critic "
@@ -101,16 +105,16 @@ def live_sidebar(default_embedded: str) -> LiveSettings:
     threads = S["run_llm_threads"]
     with st.expander("Advanced"):
         timeout = st.number_input("Sage call timeout (s)", min_value=5, max_value=1800,
-                                  key="run_llm_timeout", help="A model call that takes longer is stopped and recorded "
+                                  key="run_llm_timeout", persist_state="session", help="A model call that takes longer is stopped and recorded "
                                   "as an error; the agent then falls back to Swift's action (`llm.timeout_s`).")
         if not share.share_mode():
             threads = st.number_input("LLM CPU threads (embedded; 0 = auto)", min_value=0, max_value=64,
-                                      key="run_llm_threads", help="Threads llama.cpp uses (`llm.n_threads`). 0 "
+                                      key="run_llm_threads", persist_state="session", help="Threads llama.cpp uses (`llm.n_threads`). 0 "
                                       "chooses at every call: all cores when the others are idle, one fewer per busy "
                                       "core (a llama.cpp thread sharing its core with another program stalls the "
                                       "rest).")
         limit = st.number_input("Step limit", min_value=1, max_value=1000,
-                                key="run_step_limit", help="The episode ends after this many steps "
+                                key="run_step_limit", persist_state="session", help="The episode ends after this many steps "
                                 "(`env.step_limit`, 100 in the paper's protocol).")
     return LiveSettings(task=task, split=split, variation=variation, preset=pre, backend=backend,
                         embedded_model=emb, base_url=base_url, llm_model=model, llm_timeout=float(timeout),
@@ -121,7 +125,7 @@ def llm_widgets(default_embedded: str) -> tuple[str, str, str, str]:
     """The LLM choice (a local app only): backend, embedded model, server URL, model name."""
     op = share.operator_or_default()  # the operator's settings preselect the widgets
     S.setdefault("run_backend", op.backend)
-    backend = st.selectbox("LLM backend (Sage)", ["embedded", "openai"], key="run_backend",
+    backend = st.selectbox("LLM backend (Sage)", ["embedded", "openai"], key="run_backend", persist_state="session",
                            format_func=lambda b: {"embedded": "embedded (offline, on this CPU)",
                                                   "openai": "OpenAI-compatible server (vLLM, Ollama, ...)"}[b],
                            help="Which language model plays Sage.")
@@ -129,7 +133,7 @@ def llm_widgets(default_embedded: str) -> tuple[str, str, str, str]:
     emb, base_url, model = LLMConfig().embedded_model, LLMConfig().base_url, ""
     if backend == "embedded":
         S.setdefault("run_emb_model", default_embedded)
-        emb = st.selectbox("Embedded model", emb_keys, key="run_emb_model",
+        emb = st.selectbox("Embedded model", emb_keys, key="run_emb_model", persist_state="session",
                            format_func=lambda k: EMBEDDED_MODELS[k].title,
                            help="Qwen2.5-Coder-1.5B plans coherently but takes ~20 s per Sage call (plan and "
                                 "pick) on a 2-core CPU, ~4 s to review a focus; SmolLM2-135M answers in seconds but "
@@ -137,9 +141,9 @@ def llm_widgets(default_embedded: str) -> tuple[str, str, str, str]:
     else:
         S.setdefault("run_base_url", op.base_url)
         S.setdefault("run_llm_model", op.model)
-        base_url = st.text_input("Server URL", key="run_base_url",
+        base_url = st.text_input("Server URL", key="run_base_url", persist_state="session",
                                  help="The /v1 address of an OpenAI-compatible server, e.g. vLLM's.")
-        model = st.text_input("Model name", key="run_llm_model",
+        model = st.text_input("Model name", key="run_llm_model", persist_state="session",
                               help="The model name the server serves (empty: the server's default).")
     return backend, emb, base_url, model
 
@@ -152,7 +156,7 @@ def live_buttons(on_cmd: Callable[[str], None], running: bool, left: int | None)
     c2.button("Step", key="run_step", on_click=on_cmd, args=("step",), width="stretch",
               help="Take one environment step.")
     S.setdefault("run_n_steps", 5)
-    n = st.number_input("N steps", min_value=1, max_value=100, key="run_n_steps",
+    n = st.number_input("N steps", min_value=1, max_value=100, key="run_n_steps", persist_state="session",
                         help="How many steps 'Run N' takes (it stops earlier when the episode ends).")
     c3, c4 = st.columns(2)
     c3.button(f"Run {int(n)} steps", key="run_run_n", on_click=on_cmd, args=("run_n",), width="stretch")

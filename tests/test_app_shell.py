@@ -1,0 +1,57 @@
+"""The shell every page run shares (app.py, views/app_shell.py): settings survive a visit to another page, page
+URLs are case-insensitive, and a class sees no developer tools (Streamlit's toolbar in viewer mode)."""
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from views import app_shell
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.page
+@pytest.mark.model  # the Ask page opens an episode's memory stream (the sentence embedder)
+def test_settings_survive_a_visit_to_another_page(tmp_path, monkeypatch):
+    monkeypatch.setenv("SWIFTSAGE_RUNS_DIR", str(tmp_path / "runs"))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    at.run()
+    at.switch_page("pages/6_Ask.py").run()
+    assert not at.exception
+    at.number_input(key="ask_k").set_value(7).run()
+    at.toggle(key="ask_phrase").set_value(False).run()
+    at.switch_page("pages/1_Tasks.py").run()  # the Ask widgets are not drawn on this run
+    assert not at.exception
+    at.switch_page("pages/6_Ask.py").run()
+    assert at.number_input(key="ask_k").value == 7 and at.toggle(key="ask_phrase").value is False
+
+
+def test_page_urls_are_case_insensitive(monkeypatch):
+    class Intent:
+        intended_page_name, intended_page_script_hash = "Compare", ""
+
+        def set_script_intent(self, page_hash, name):
+            self.intended_page_name = name
+
+    class Ctx:
+        pages_manager = Intent()
+
+    monkeypatch.setattr(app_shell, "get_script_run_ctx", lambda: Ctx)
+    app_shell.case_insensitive_url(["", "evaluate", "compare", "ask"])
+    assert Ctx.pages_manager.intended_page_name == "compare"
+    Ctx.pages_manager.intended_page_name = "nowhere"
+    app_shell.case_insensitive_url(["", "evaluate", "compare", "ask"])
+    assert Ctx.pages_manager.intended_page_name == "nowhere"  # Streamlit's own "Page not found" stands
+
+
+def test_a_class_sees_no_developer_tools():
+    cfg = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert cfg["client"]["toolbarMode"] == "viewer"  # no Deploy button, no "C" to clear the model caches
+    for page in ("views/run_sidebar.py", "pages/6_Ask.py"):  # every setting of these pages outlives a page visit
+        text = (ROOT / page).read_text()
+        for key in ("run_backend", "run_base_url", "run_quick") if "run" in page else ("ask_trace", "ask_backend",
+                                                                                          "ask_url"):
+            assert f'key="{key}", persist_state="session"' in text, (page, key)
