@@ -339,3 +339,38 @@ def test_quick_demo_runs_swift_alone(monkeypatch, tmp_path, factory):
     assert not any(r.llm_calls for r in agent.records)  # "fly to the moon" is invalid, yet no Sage call
     mech = at.session_state["run_header"].mechanisms
     assert "sage" not in mech and "critic" not in mech and "gate1" in mech
+
+
+def test_search_inside_an_episode_finds_kinds_and_text():
+    from agent_core.trace import read_episode
+    from views.episode_search import next_hit, search
+
+    ep = read_episode(ROOT / "assets" / "episodes" / "inclined-plane-friction-named-surfaces-v1038-full.jsonl")
+    drops = [r.step for r in ep.steps if any(g.decision == "DROP" for g in r.gate1)]
+    assert drops and search(ep.steps, kinds=["Gate-1 drop"]) == drops
+    timer = [r.step for r in ep.steps if "stopwatch" in f"{r.action} {r.observation}".lower()]
+    assert search(ep.steps, "  StopWatch ") == timer
+    both = search(ep.steps, "stopwatch", ["Gate-1 drop"])
+    assert set(both) == set(timer) & set(drops)
+    assert search(ep.steps) == [] and next_hit([], 3) is None
+    assert next_hit([2, 5, 9], 5) == 9 and next_hit([2, 5, 9], 9) == 2 and next_hit([2, 5, 9], 2, forward=False) == 9
+
+
+@pytest.mark.page
+def test_search_marks_hits_on_the_timeline_and_jumps(monkeypatch, tmp_path):
+    from agent_core.trace import read_episode
+
+    full = ROOT / "assets" / "episodes" / "inclined-plane-friction-named-surfaces-v1038-full.jsonl"
+    drops = [r.step for r in read_episode(full).steps if any(g.decision == "DROP" for g in r.gate1)]
+    at = _page(monkeypatch, tmp_path / "runs")
+    at.radio(key="run_source").set_value("Recorded episode").run()
+    at.selectbox(key="run_trace").set_value(str(full)).run()
+    at.multiselect(key="run_search_kinds").set_value(["Gate-1 drop"]).run()
+    assert not at.exception, at.exception
+    assert any(c.value.startswith(f"{len(drops)} step(s) match") for c in at.sidebar.caption)
+    at.button(key="run_hit_next").click().run()
+    assert _metric(at, "Step (of") == str(drops[0])
+    at.button(key="run_hit_next").click().run()
+    assert _metric(at, "Step (of") == str(drops[1 % len(drops)])
+    stars = [t for t in _charts(at)["timeline"]["data"] if t.get("name") == "search hit"]
+    assert stars and stars[0]["x"] == drops

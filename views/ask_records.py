@@ -125,7 +125,9 @@ def _critic(records: list[StepRecord], k: int | None) -> RecordAnswer:
 
 def _step(question: str, header: EpisodeHeader, rec: StepRecord) -> RecordAnswer:
     if re.search(r"\b(point|points|score|earn|earned|reward)\b", question, re.I):
-        text = f"At step {rec.step} I did {_q(rec.action)}. {score_sentence(rec)} {actor_sentence(rec, header)}"
+        said = score_sentence(rec)
+        gain = f"It earned {rec.reward:+g} points. " if rec.reward > 0 and "earned" not in said else ""
+        text = f"At step {rec.step} I did {_q(rec.action)}. {gain}{said} {actor_sentence(rec, header)}"
     else:
         text = f"At step {rec.step} {SYSTEMS.get(rec.system, rec.system)} acted: " + " ".join(narrate(rec, header))
     return RecordAnswer("step", text, [rec.step])

@@ -148,12 +148,19 @@ def _add_bars(fig: go.Figure, records: list[StepRecord]) -> None:
 
 
 def timeline_figure(records: list[StepRecord], cursor: int | None = None,
-                    mechanisms: Iterable[str] = ("swift", "sage")) -> go.Figure:
+                    mechanisms: Iterable[str] = ("swift", "sage"), hits: tuple[int, ...] = ()) -> go.Figure:
     """Who acted at each step (coloured bars), with one lane of symbols per kind of event above them, so
     marks of the same step never overlap: switches, Gate-1 drops, stagnation reports, Critic calls."""
     fig = go.Figure()
     _add_bars(fig, records)
     lanes = _lanes(records, mechanisms)
+    if hits:  # the steps a search found (views/episode_search.py), in a lane of their own
+        found = Marks("search hit", "star", "#e377c2", size=13)
+        by_step = {r.step: r for r in records}
+        for h in hits:
+            if h in by_step:
+                found.add(h, f"step {h}: search hit<br>{_h(by_step[h].action, 60)}")
+        lanes.append(("search", [found]))
     ticks, labels = [0.5], ["acted"]
     for i, (label, marks) in enumerate(lanes):
         y = 1 + LANE_GAP * (i + 1)

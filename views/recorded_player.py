@@ -13,6 +13,7 @@ from agent_core.trace import TraceError, has_summary, list_traces, read_episode
 from views import follow, render_episode, sources, tour
 from views.common import WHAT
 from views.continue_boxes import fork_box, parent_line, resume_box
+from views.episode_search import KINDS as SEARCH_KINDS, next_hit, search
 
 S = st.session_state
 
@@ -113,6 +114,33 @@ def _player(path: str, n: int) -> None:
     st.caption("Keys: ← previous · → next · P play / pause")
 
 
+def _jump(hits: list[int], forward: bool) -> None:
+    step = next_hit(hits, int(S.get("run_rec_step", 0)), forward)
+    if step is not None:
+        S.update(run_rec_step=step, run_playing=False)
+
+
+def _search_box(records) -> list[int]:
+    """Search this episode: text in the actions and observations, and kinds of decision; the hits are marked on
+    the timeline (a star lane) and the buttons jump between them."""
+    with st.expander("Search this episode", expanded=bool(S.get("run_search") or S.get("run_search_kinds"))):
+        text = st.text_input("Text in an action or observation", key="run_search", placeholder="e.g. thermometer")
+        kinds = st.multiselect("Kinds of decision", list(SEARCH_KINDS), key="run_search_kinds",
+                               placeholder="e.g. Gate-1 drop, Critic")
+        hits = search(records, text, kinds)
+        if not (text.strip() or kinds):
+            return []
+        if not hits:
+            st.caption("No step matches.")
+            return []
+        shown = ", ".join(str(h) for h in hits[:12]) + (f" and {len(hits) - 12} more" if len(hits) > 12 else "")
+        st.caption(f"{len(hits)} step(s) match: {shown}. They are the stars on the timeline.")
+        c1, c2 = st.columns(2)
+        c1.button("◀ Previous hit", key="run_hit_prev", width="stretch", on_click=_jump, args=(hits, False))
+        c2.button("Next hit ▶", key="run_hit_next", width="stretch", on_click=_jump, args=(hits, True))
+    return hits
+
+
 def recorded_view(on_fork: Callable[[str, int, str, bool], None], on_resume: Callable[[str, int], None]) -> None:
     runs, examples = sources.runs_dir(), sources.examples_dir()
     traces = [str(p) for p in list_traces(runs, examples)]
@@ -149,6 +177,7 @@ def recorded_view(on_fork: Callable[[str, int, str, bool], None], on_resume: Cal
     n = len(ep.steps)
     with st.sidebar:
         _player(path, n)
+        hits = _search_box(ep.steps)
         st.caption(WHAT["recorded"])
         t = int(S.get("run_rec_step", 0))
         st.download_button("Download as one HTML file", data=_episode_html(path, stat.st_mtime, stat.st_size),
@@ -167,7 +196,7 @@ def recorded_view(on_fork: Callable[[str, int, str, bool], None], on_resume: Cal
     resume_box(path, ep, on_resume)
     if ep.header.parent:
         parent_line(ep.header.parent, path)
-    render_episode(ep.header, ep.steps, t, ep.summary, recorded=True)
+    render_episode(ep.header, ep.steps, t, ep.summary, recorded=True, hits=tuple(hits))
     if S.get("run_playing") and t < n:
         # the page is drawn; hold it, then show the next step (Pause or any click ends the wait)
         time.sleep(float(S.get("run_play_every", 2.0)))

@@ -35,17 +35,18 @@ def records_key(records: list[StepRecord]) -> tuple:
 
 @st.cache_resource(show_spinner=False, max_entries=256)
 def _figure(kind: str, run_id: str, key: int, cursor: int | None, mechanisms: tuple[str, ...],
-            _records: list[StepRecord]) -> Any:
+            _records: list[StepRecord], hits: tuple[int, ...] = ()) -> Any:
     if kind == "timeline":
-        return timeline_figure(_records, cursor, mechanisms=mechanisms)
+        return timeline_figure(_records, cursor, mechanisms=mechanisms, hits=hits)
     return score_figure(_records, cursor)
 
 
 def shared_figure(kind: str, header, records: list[StepRecord], cursor: int | None,
-                  mechanisms: tuple[str, ...] = ("swift", "sage")) -> Any:
+                  mechanisms: tuple[str, ...] = ("swift", "sage"), hits: tuple[int, ...] = ()) -> Any:
     """The timeline or score figure, built once per server for every browser showing the same steps (thirty
     students following one run draw it once, not thirty times). Callers only read the figure."""
-    return _figure(kind, getattr(header, "run_id", ""), hash(records_key(records)), cursor, mechanisms, records)
+    return _figure(kind, getattr(header, "run_id", ""), hash(records_key(records)), cursor, mechanisms, records,
+                   hits)
 
 
 # ----------------------------------------------------------------------------- words from records
@@ -222,13 +223,14 @@ def render_observation(header: EpisodeHeader, records: list[StepRecord], t: int)
             st.text(rec.inventory if rec else header.initial_inventory)
 
 
-def render_timeline(header: EpisodeHeader, records: list[StepRecord], t: int, *, cursor: int | None) -> None:
+def render_timeline(header: EpisodeHeader, records: list[StepRecord], t: int, *, cursor: int | None,
+                    hits: tuple[int, ...] = ()) -> None:
     st.markdown("**Mode timeline: who acted at each step**")
     st.caption(WHAT["timeline"])
     if not records:
         st.caption("No steps yet: the agent starts with Swift.")
     else:
-        fig = shared_figure("timeline", header, records, cursor, tuple(episode_mechanisms(header)))
+        fig = shared_figure("timeline", header, records, cursor, tuple(episode_mechanisms(header)), hits)
         st.plotly_chart(fig, key="run_timeline_chart", width="stretch", config={"displayModeBar": False})
         switches = [r for r in records[:t] if r.trigger][-3:]
         if switches:
@@ -424,8 +426,10 @@ def render_narration(header: EpisodeHeader, records: list[StepRecord], t: int, r
 
 
 def render_episode(header: EpisodeHeader, records: list[StepRecord], t: int, summary: EpisodeSummary | None, *,
-                   recorded: bool, next_hint: str | None = None, lazy_steps: bool = False) -> None:
-    """Everything about step t of an episode, from its records only (live and recorded views share it)."""
+                   recorded: bool, next_hint: str | None = None, lazy_steps: bool = False,
+                   hits: tuple[int, ...] = ()) -> None:
+    """Everything about step t of an episode, from its records only (live and recorded views share it); `hits`
+    are the steps a search found, marked on the timeline."""
     cursor = t if recorded else None  # a dotted line marks the replayed step on both charts
     render_header(header, records, t, total=len(records) if recorded else None, next_hint=next_hint)
     render_narration(header, records, t, recorded=recorded)
@@ -433,7 +437,7 @@ def render_episode(header: EpisodeHeader, records: list[StepRecord], t: int, sum
     render_observation(header, records, t)
     render_srm(header, records, t)
     render_memory(header, records, t)
-    render_timeline(header, records, t, cursor=cursor)
+    render_timeline(header, records, t, cursor=cursor, hits=hits)
     left, right = st.columns(2)
     with left:
         render_plan(header, records, t)
