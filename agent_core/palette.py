@@ -17,6 +17,8 @@ GATE1_COLORS = {"ACCEPT": "#2ca02c", "REPAIR": "#b07800", "DROP": ACTOR_COLORS["
 STAGNATION_COLOR = "#8c564b"
 # Memory reads (AMM's T1 / T4 retrievals) on the timeline.
 MEMORY_COLOR = "#129aa8"
+# the score line and the step cursor: a mid grey reads on the light and the dark theme (#222 vanished on dark)
+SCORE_LINE = "#808080"
 
 
 def luminance(color: str) -> float:

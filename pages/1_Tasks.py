@@ -40,19 +40,20 @@ st.caption(f"Groups by gold-path length (mean over the first test variations): S
            f"{cfg.eval.medium_max_gold_len}, Long > {cfg.eval.medium_max_gold_len}. Electrical tasks run without "
            f"the `noElectricalAction` simplification.")
 
-left, right = st.columns(2)
-with left:
-    fig = px.bar(df.sort_values("gold steps"), x="gold steps", y="task", color="group", orientation="h",
-                 height=700, title="Gold-path length per task")
-    st.plotly_chart(fig, width="stretch")
-with right:
-    name = st.selectbox("Task details", df.task.tolist(),
-                        index=int(view.index[0]) if len(view) else 0)
-    t = cat.get(name)
-    st.subheader(f"{t.index}: {t.title} ({t.task_id})")
-    st.write(t.description)
-    st.markdown(f"**Variations**: {t.max_variations} in all: train {len(t.train)}, dev {len(t.dev)}, "
-                f"test {len(t.test)}. Evaluation uses the first {min(cfg.eval.variations_per_task, len(t.test))} "
-                f"test variations: {t.test[:cfg.eval.variations_per_task]}.")
-    st.markdown("**Gold-path lengths** (cached): " +
-                ", ".join(f"{k} -> {v} steps" for k, v in t.gold_lengths.items()))
+# the chart spans the page, one bar per task with room for its name (half a page squeezed 30 bars together)
+fig = px.bar(df.sort_values("gold steps"), x="gold steps", y="task", color="group", orientation="h",
+             height=26 * len(df) + 120, title="Gold-path length per task", text="gold steps")
+fig.update_traces(textposition="outside", cliponaxis=False)
+fig.update_layout(margin={"l": 10, "r": 40, "t": 50, "b": 40}, yaxis={"title": None, "dtick": 1},
+                  legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 1, "xanchor": "right"})
+st.plotly_chart(fig, width="stretch")
+name = st.selectbox("Task details", df.task.tolist(),
+                    index=int(view.index[0]) if len(view) else 0)
+t = cat.get(name)
+st.subheader(f"{t.index}: {t.title} ({t.task_id})")
+st.write(t.description)
+st.markdown(f"**Variations**: {t.max_variations} in all: train {len(t.train)}, dev {len(t.dev)}, "
+            f"test {len(t.test)}. Evaluation uses the first {min(cfg.eval.variations_per_task, len(t.test))} "
+            f"test variations: {t.test[:cfg.eval.variations_per_task]}.")
+st.markdown("**Gold-path lengths** (cached): " +
+            ", ".join(f"{k} -> {v} steps" for k, v in t.gold_lengths.items()))

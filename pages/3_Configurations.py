@@ -11,9 +11,10 @@ st.caption("What is this? The agent's behaviour is set by feature flags and numb
            "*preset* names one combination: Baseline (SwiftSage), +AMM (memory), +SRM (self-reflection), Full, "
            "and sensitivity variants.")
 
-st.dataframe(pd.DataFrame([{"preset": k, "what it is": v[0],
-                            "changes from defaults": ", ".join(f"{a}={b}" for a, b in v[1].items()) or "-"}
-                           for k, v in PRESETS.items()]), hide_index=True, width="stretch")
+# a table that wraps its text: the presets' descriptions are sentences, cut off in a grid's cells
+st.table(pd.DataFrame([{"preset": k, "what it is": v[0],
+                        "changes from defaults": ", ".join(f"{a}={b}" for a, b in v[1].items()) or "-"}
+                       for k, v in PRESETS.items()]), hide_index=True)
 
 name = st.selectbox("Show every field of", list(PRESETS))
 cfg = preset(name).to_record()  # never shows an API key from the environment

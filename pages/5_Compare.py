@@ -115,24 +115,28 @@ if focus_step and focus_step.isdigit() and 1 <= int(focus_step) <= max(len(a.ste
                 continue
             st.markdown("\n".join(f"- {line}" for line in step_story(ep.steps[k - 1])))
 
-left, right = st.columns([3, 2])
-with left:
-    st.markdown("**Steps, aligned**")
-    df = pd.DataFrame(al.rows)
+# full width, with narrow columns for everything but the actions: A and B both fit without a sideways scroll
+st.markdown("**Steps, aligned**")
+df = pd.DataFrame(al.rows)
 
-    def _style(row):
-        if al.first_divergence and row["step"] == al.first_divergence:
-            return ["background-color: #ffd6d6"] * len(row)
-        return ["" if row["same"] else "background-color: #fff3cd"] * len(row)
 
-    st.dataframe(df.style.apply(_style, axis=1), hide_index=True, width="stretch", height=420,
-                 column_config={"same": st.column_config.CheckboxColumn("same", help="Same action and observation"),
-                                "A score": st.column_config.NumberColumn(format="%g"),
-                                "B score": st.column_config.NumberColumn(format="%g")})
-    st.caption("Red: the first step where the two differ; yellow: every later step that differs.")
-with right:
-    st.markdown("**What each mechanism did**")
-    st.dataframe(pd.DataFrame(mechanism_table(a, b)), hide_index=True, width="stretch", height=420)
+def _style(row):
+    if al.first_divergence and row["step"] == al.first_divergence:
+        return ["background-color: #ffd6d6; color: #1f2328"] * len(row)
+    return ["" if row["same"] else "background-color: #fff3cd; color: #1f2328"] * len(row)
+
+
+small = st.column_config.TextColumn(width="small")
+st.dataframe(df.style.apply(_style, axis=1), hide_index=True, width="stretch", height=420,
+             column_config={"step": st.column_config.NumberColumn(width=55), "same": st.column_config.CheckboxColumn(
+                 "same", help="Same action and observation", width=55),
+                 "A who": small, "B who": small, "A score": small, "B score": small,
+                 "A action": st.column_config.TextColumn(width="large"),
+                 "B action": st.column_config.TextColumn(width="large")})
+st.caption("Red: the first step where the two differ; yellow: every later step that differs.")
+st.markdown("**What each mechanism did**")
+st.dataframe(pd.DataFrame(mechanism_table(a, b)), hide_index=True, width="stretch",
+             column_config={"": st.column_config.TextColumn(width="large")})
 
 c1, c2 = st.columns(2)
 for side, col, ep in (("a", c1, a), ("b", c2, b)):

@@ -55,3 +55,18 @@ def test_a_class_sees_no_developer_tools():
         for key in ("run_backend", "run_base_url", "run_quick") if "run" in page else ("ask_trace", "ask_backend",
                                                                                           "ask_url"):
             assert f'key="{key}", persist_state="session"' in text, (page, key)
+
+
+@pytest.mark.page
+def test_tasks_and_configurations_pages_show_their_tables_in_full():
+    tasks = AppTest.from_file(str(ROOT / "pages" / "1_Tasks.py"), default_timeout=60).run()
+    assert not tasks.exception
+    chart = tasks.get("plotly_chart")[0]
+    import json
+
+    spec = json.loads(chart.proto.spec)
+    assert spec["layout"]["height"] >= 26 * 30  # a row per task with room for its name
+    conf = AppTest.from_file(str(ROOT / "pages" / "3_Configurations.py"), default_timeout=60).run()
+    assert not conf.exception
+    table = conf.table[0].value  # a table that wraps its cells, not a grid that cuts them
+    assert "full" in list(table["preset"]) and table["what it is"].str.len().max() > 150

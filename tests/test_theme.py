@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from agent_core.palette import (ACTOR_COLORS, GATE1_COLORS, MEMORY_COLOR, MEMORY_TYPE_COLORS, STAGNATION_COLOR,
-                                contrast, text_on)
+from agent_core.palette import (ACTOR_COLORS, GATE1_COLORS, MEMORY_COLOR, MEMORY_TYPE_COLORS, SCORE_LINE,
+                                STAGNATION_COLOR, contrast, text_on)
 from views.common import badge, chip
 from views.evaluation import PRESET_COLORS
 
 CONFIG = tomllib.loads((Path(__file__).resolve().parents[1] / ".streamlit" / "config.toml").read_text())
 MARKS = {**{f"actor {k}": v for k, v in ACTOR_COLORS.items()}, **{f"gate1 {k}": v for k, v in GATE1_COLORS.items()},
          **{f"memory {k}": v for k, v in MEMORY_TYPE_COLORS.items()}, **{f"preset {k}": v for k, v in PRESET_COLORS.items()},
-         "stagnation": STAGNATION_COLOR, "memory read": MEMORY_COLOR}
+         "stagnation": STAGNATION_COLOR, "memory read": MEMORY_COLOR, "score line": SCORE_LINE}
 
 
 def test_both_themes_are_defined():

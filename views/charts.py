@@ -14,7 +14,7 @@ from typing import Iterable
 import pandas  # noqa: F401
 import plotly.graph_objects as go
 
-from agent_core.palette import ACTOR_COLORS, MEMORY_COLOR, STAGNATION_COLOR
+from agent_core.palette import ACTOR_COLORS, MEMORY_COLOR, SCORE_LINE, STAGNATION_COLOR
 from agent_core.trace import StepRecord
 from memory_store import TAG_COLORS
 from views.common import actor_color, actor_label, clip
@@ -173,7 +173,7 @@ def timeline_figure(records: list[StepRecord], cursor: int | None = None,
                                         "line": {"width": 1.5, "color": m.color}},
                                 hovertext=m.hover, hoverinfo="text")
     if cursor:
-        fig.add_vline(x=cursor, line_width=2, line_dash="dot", line_color="#333")
+        fig.add_vline(x=cursor, line_width=2, line_dash="dot", line_color=SCORE_LINE)
     n = max((r.step for r in records), default=1)
     fig.update_layout(height=150 + 32 * len(lanes), margin={"l": 10, "r": 10, "t": 45, "b": 30},
                       barmode="overlay", bargap=0.05,
@@ -197,23 +197,24 @@ def score_figure(records: list[StepRecord], cursor: int | None = None) -> go.Fig
         fig.add_scatter(x=[None], y=[None], mode="markers", name=f"{actor_label(system)} acting",
                         marker={"symbol": "square", "size": 12, "color": actor_color(system), "opacity": 0.35})
     fig.add_scatter(x=[r.step for r in records], y=[r.score for r in records], mode="lines+markers", name="score",
-                    line={"color": "#222", "width": 2}, marker={"size": 5},
+                    line={"color": SCORE_LINE, "width": 2.5}, marker={"size": 5},
                     hovertext=[f"step {r.step}: score {r.score:g}<br>{_h(r.action, 60)}" for r in records],
                     hoverinfo="text")
     rew = [r for r in records if r.reward != 0]
     if rew:
         fig.add_scatter(x=[r.step for r in rew], y=[r.score for r in rew], mode="markers+text", name="reward",
-                        text=[f"{r.reward:+g}" for r in rew], textposition="top center",
+                        text=[f"{r.reward:+g}" for r in rew], textposition="top center", cliponaxis=False,
                         marker={"size": 12, "color": ["#2ca02c" if r.reward > 0 else "#d62728" for r in rew],
                                 "line": {"width": 1, "color": "white"}},
                         hovertext=[f"step {r.step}: reward {r.reward:+g}<br>{_h(r.action, 60)}" for r in rew],
                         hoverinfo="text")
     if cursor:
-        fig.add_vline(x=cursor, line_width=2, line_dash="dot", line_color="#333")
+        fig.add_vline(x=cursor, line_width=2, line_dash="dot", line_color=SCORE_LINE)
     low = min([0.0] + [r.score for r in records])
     n = max((r.step for r in records), default=1)
     fig.update_layout(height=280, margin={"l": 10, "r": 10, "t": 30, "b": 30},
                       legend={"orientation": "h", "y": 1.15, "x": 0},
-                      yaxis={"title": "score", "range": [low - 5, 108]},
+                      # room above 100 for a reward's label (+85 at the top was cut off)
+                      yaxis={"title": "score", "range": [low - 5, 116]},
                       xaxis={"title": "step", "range": [0.4, max(n, 10) + 0.6]})
     return fig

@@ -46,11 +46,12 @@ def align(a: Episode, b: Episode) -> Alignment:
                 and ra.observation.strip() == rb.observation.strip())
         if not same and first is None:
             first = i + 1
+        ended = "(ended)"  # a side that has no step i: said in words, never a raw None
         rows.append({"step": i + 1, "same": same,
-                     "A who": actor_label(ra.system) if ra else "", "A action": ra.action if ra else "",
-                     "A score": ra.score if ra else None,
+                     "A who": actor_label(ra.system) if ra else "", "A action": ra.action if ra else ended,
+                     "A score": f"{ra.score:g}" if ra else "",
                      "B who": actor_label(rb.system) + (" (replayed)" if rb.replayed else "") if rb else "",
-                     "B action": rb.action if rb else "", "B score": rb.score if rb else None})
+                     "B action": rb.action if rb else ended, "B score": f"{rb.score:g}" if rb else ""})
     return Alignment(rows=rows, first_divergence=first, fork_step=fork_step(a, b))
 
 
@@ -96,7 +97,7 @@ def mechanism_table(a: Episode, b: Episode) -> list[dict[str, Any]]:
                         ("decisions", "decision")):
         for k in sorted(set(ma.get(name, {})) | set(mb.get(name, {}))):
             rows.append({"": f"{label}: {k}", "A": ma[name].get(k, 0), "B": mb[name].get(k, 0)})
-    return [{k: str(v) for k, v in r.items()} for r in rows]
+    return [{k: "–" if v is None else str(v) for k, v in r.items()} for r in rows]
 
 
 def provenance_warning(a: Episode, b: Episode) -> str | None:

@@ -16,7 +16,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
-from agent_core.palette import ACTOR_COLORS, ACTOR_LABELS, text_on
+from agent_core.palette import ACTOR_COLORS, ACTOR_LABELS, SCORE_LINE, text_on
 from agent_core.trace import Episode, StepRecord, read_episode
 
 from .common import decision_rows
@@ -61,7 +61,7 @@ def _score_figure(ep: Episode) -> go.Figure:
     xs = [0] + [r.step for r in ep.steps]
     ys = [0.0] + [r.score for r in ep.steps]
     fig = go.Figure()
-    fig.add_scatter(x=xs, y=ys, mode="lines+markers", name="score", line={"color": "#222", "width": 2},
+    fig.add_scatter(x=xs, y=ys, mode="lines+markers", name="score", line={"color": SCORE_LINE, "width": 2.5},
                     marker={"size": 6, "color": ["#999"] + [ACTOR_COLORS.get(r.system, "#777") for r in ep.steps]},
                     hovertext=["start"] + [f"step {r.step}: {r.score:g} · {ACTOR_LABELS.get(r.system, r.system)} · "
                                            f"{html.escape(r.action[:60])}" for r in ep.steps], hoverinfo="text")
@@ -69,7 +69,7 @@ def _score_figure(ep: Episode) -> go.Figure:
                       yaxis={"title": "score", "range": [min([0.0] + ys) - 5, 108]},
                       xaxis={"title": "step", "range": [-0.5, max(len(ep.steps), 5) + 0.5]},
                       shapes=[{"type": "line", "x0": 0, "x1": 0, "y0": 0, "y1": 1, "yref": "paper",
-                               "line": {"dash": "dot", "color": "#333", "width": 2}}])
+                               "line": {"dash": "dot", "color": SCORE_LINE, "width": 2}}])
     return fig
 
 

@@ -284,9 +284,9 @@ def render_buffer(header: EpisodeHeader, records: list[StepRecord], t: int) -> N
         st.caption("Buffer when this step began: " + " → ".join(f"`{a}`" for a in rec.buffer_before))
     if rec.mappings:
         st.markdown("**Mapped onto valid actions:**")
-        st.dataframe([{"planned": m.raw, "mapped to": m.mapped or "—", "how": m.method,
-                       "similarity": m.similarity, "why not": m.reason or ""} for m in rec.mappings],
-                     hide_index=True, width="stretch")
+        st.table([{"planned": m.raw, "mapped to": m.mapped or "—", "how": m.method,  # wraps, never clips
+                   "similarity": "—" if m.similarity is None else f"{m.similarity:.2f}", "why not": m.reason or ""}
+                  for m in rec.mappings], hide_index=True)
         st.caption(" · ".join(f"**{k}**: {v}" for k, v in MAPPING_WORDS.items()))
 
 
