@@ -1,6 +1,14 @@
-"""How long the Run page takes per Swift step, apart from the agent's own work.
+"""How long the Run page takes per Swift step, apart from the agent's own work; and in a real browser, from a
+click to the new step's header.
 
     .venv/bin/python benchmarks/run_page.py [--steps 30] [--task boil]
+    .venv/bin/python benchmarks/run_page.py --browser [--steps 20] [--long TRACE]
+
+--browser serves the app (`streamlit run`) and drives Debian's headless Chromium (Playwright): the quick demo
+(Swift alone), Reset, then N Step clicks; for each click the time until the page's header names the new step
+(click to header) and until Streamlit's run ends (click to settled). With --long (a trace of ~1,000 steps, e.g.
+`python -m agent_core.run --task boil --variation 21 --preset swift --max-steps 1000`), also the time to open it
+as a recorded episode and to move one step with the Next button.
 
 Drives the real Run page (Streamlit's AppTest, no browser) with the real Swift model and the real
 ScienceWorld JVM, Sage switched off so every step is a Swift step, and clicks **Step** N times. For each
@@ -27,7 +35,11 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--task", default="boil")
+    ap.add_argument("--browser", action="store_true", help="a real Chromium against `streamlit run`")
+    ap.add_argument("--long", help="a long trace to open and step through in the browser")
     args = ap.parse_args()
+    if args.browser:
+        return browser(args)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from streamlit.testing.v1 import AppTest
 
@@ -71,6 +83,64 @@ def main() -> None:
           f"p50 {1e3 * statistics.median(agent_s):.0f} ms, page overhead p50 {1e3 * statistics.median(over):.0f} ms "
           f"(first {half} steps {1e3 * statistics.median(over[:half]):.0f} ms, last {len(over) - half} steps "
           f"{1e3 * statistics.median(over[half:]):.0f} ms)")
+
+
+def _p50(xs: list[float]) -> str:
+    return f"{1e3 * statistics.median(xs):.0f} ms" if xs else "n/a"
+
+
+def browser(args) -> None:
+    """Click to header and click to settled in Chromium (see the module's docstring)."""
+    import shutil
+
+    from tests.browser_util import click_button, chromium_page, open_live, served_app, wait_for_step, wait_idle
+
+    runs = Path(tempfile.mkdtemp(prefix="run_page_browser_"))
+    header, settled = [], []
+    with served_app(runs, runs / "streamlit.log") as url, chromium_page() as page:
+        page.goto(url)
+        open_live(page)
+        page.get_by_test_id("stSidebar").get_by_text("Quick demo: Swift alone").click()
+        wait_idle(page)
+        click_button(page, "Reset")
+        wait_for_step(page, 0, 180)
+        wait_idle(page)
+        for k in range(1, args.steps + 1):
+            t0 = time.perf_counter()
+            click_button(page, "Step")
+            wait_for_step(page, k, 60)
+            header.append(time.perf_counter() - t0)
+            wait_idle(page, 60)
+            settled.append(time.perf_counter() - t0)
+    print(f"{len(header)} Swift steps in Chromium: click to header p50 {_p50(header)} (max "
+          f"{1e3 * max(header):.0f} ms), click to settled p50 {_p50(settled)}")
+    if not args.long:
+        return
+    # the long trace alone in its runs folder, no examples: "Recorded episode" opens it
+    long_runs = Path(tempfile.mkdtemp(prefix="run_page_long_"))
+    shutil.copy(args.long, long_runs / Path(args.long).name)
+    steps = sum(1 for line in Path(args.long).read_text().splitlines() if '"kind": "step"' in line)
+    empty = Path(tempfile.mkdtemp(prefix="no_examples_"))
+    with served_app(long_runs, long_runs / "streamlit.log", env={"SWIFTSAGE_EXAMPLES_DIR": str(empty)}) as url, \
+            chromium_page() as page:
+        page.goto(url)
+        page.get_by_role("button", name="Reset", exact=True).wait_for(timeout=120_000)
+        t0 = time.perf_counter()
+        page.get_by_test_id("stSidebar").get_by_text("Recorded episode", exact=True).click()
+        wait_for_step(page, 0, 120)
+        opened = time.perf_counter() - t0
+        wait_idle(page, 120)
+        opened_settled = time.perf_counter() - t0
+        moves, moves_settled = [], []
+        for k in range(1, 11):
+            t0 = time.perf_counter()
+            page.get_by_role("button", name="Next ▶").click()
+            wait_for_step(page, k, 60)
+            moves.append(time.perf_counter() - t0)
+            wait_idle(page, 60)
+            moves_settled.append(time.perf_counter() - t0)
+    print(f"a {steps}-step trace: open to header {1e3 * opened:.0f} ms (settled {1e3 * opened_settled:.0f} ms); "
+          f"Next to header p50 {_p50(moves)}, to settled p50 {_p50(moves_settled)}")
 
 
 if __name__ == "__main__":

@@ -85,6 +85,8 @@ else:
         st.info("Paused. The model call in progress was stopped; that step took Swift's action instead and is "
                 "recorded with the cancellation (see its LLM error). Press Step or Run to go on.")
     want_step = live_run.command(settings)
+    job = live_run.begin_step() if want_step else None  # a quick (Swift) step is taken before anything is drawn
+    quick = job is not None and job.done
     if run.agent is not None and run.header is not None and run.agent_key != settings_key(settings):
         changed_slot.info("Settings changed: press Reset to start a new episode with them.")
     # the step's progress goes above the episode, which is drawn first: the last step stays readable (not
@@ -107,6 +109,8 @@ else:
             st.caption(f"Recorded to `{agent.trace_path}`: open it later under *Recorded episode*. The class "
                        f"follows it live at **{follow.class_link()}** (from another machine, use this machine's "
                        f"network address).")
-    if want_step and live_run.do_step(progress_slot):
+    if job is not None and not quick and live_run.watch_step(job, progress_slot):
         st.rerun()  # draw the new step
+    elif quick and run.running:
+        st.rerun()  # Run N / Run to end: the next step
 follow_open_request()  # "Open in the Memory explorer" was pressed in a Memory panel

@@ -272,23 +272,49 @@ def _watch(job: StepJob, agent, where) -> None:
             status.update(label="The episode is over: press Reset to start another.", state="complete")
 
 
-def do_step(where) -> bool:
-    """Take one step (shown in `where`); True when a step ran and the page should redraw with it."""
+# How long a click waits for its step before drawing anything: a Swift step (~0.2 s) is drawn once, already
+# taken, instead of drawing the old step, then the new one after a rerun; a slower step (Sage, a model call)
+# draws the last step at once and shows its progress above it.
+QUICK_STEP_S = 0.8
+
+
+def begin_step() -> StepJob | None:
+    """Start one step in its worker and wait up to QUICK_STEP_S for it; None when no step can be taken (the
+    reason is shown). A step that finished in that time is booked already."""
     rs = session()
     agent, header = rs.agent, rs.header
     if agent is None or header is None:
         fail("No episode yet: choose a task and press **Reset**.")
-        return False
+        return None
     if not share.unlocked():
         fail("This shared app is locked: only the teacher (with the passcode) runs steps.")
-        return False
+        return None
     if agent.done:
         rs.running = False
         st.toast("The episode is over: press Reset to start another.")
+        return None
+    job = rs.job = _start_step(rs, agent)
+    deadline = time.perf_counter() + QUICK_STEP_S
+    while not job.done and time.perf_counter() < deadline:
+        time.sleep(0.01)
+    if job.done:
+        _finish_step(job, agent)
+    return job
+
+
+def watch_step(job: StepJob, where) -> bool:
+    """Show a step that is still running (in `where`) until it ends; True when the page should redraw with it."""
+    rs = session()
+    if rs.agent is None:
         return False
-    rs.job = _start_step(rs, agent)
-    _watch(rs.job, agent, where)
+    _watch(job, rs.agent, where)
     return True
+
+
+def do_step(where) -> bool:
+    """Take one step (shown in `where`); True when a step ran and the page should redraw with it."""
+    job = begin_step()
+    return job is not None and watch_step(job, where)
 
 
 def next_hint(agent) -> str | None:

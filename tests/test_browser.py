@@ -169,8 +169,11 @@ def test_pause_stops_a_slow_sage_call_in_chromium(chromium, tmp_path):
             page.wait_for_timeout(1500)
             t0 = time.monotonic()
             click_button(page, "Pause")
+            page.get_by_text("Stopping step").first.wait_for(timeout=5_000)  # said at once, before the call ends
+            said_s = time.monotonic() - t0
             page.get_by_text("Paused. The model call in progress was stopped").wait_for(timeout=30_000)
             stopped_s = time.monotonic() - t0
+            page.get_by_text("Paused: the model call of step").first.wait_for(timeout=10_000)  # neutral, not red
             wait_idle(page)
             body = _main_text(page)
             assert "Traceback" not in body and "Step failed" not in body
@@ -178,6 +181,7 @@ def test_pause_stops_a_slow_sage_call_in_chromium(chromium, tmp_path):
     finally:
         srv.stop()
     assert stopped_s < 20, stopped_s  # not the 60 s the server would have taken
+    assert said_s < 3, said_s
     ep = read_episode(next(runs.glob("*.jsonl")))
     cancelled = [c for r in ep.steps for c in r.llm_calls if c.error and "cancelled" in c.error]
     assert len(cancelled) == 1 and ep.steps[-1].llm_calls[-1].error == cancelled[0].error
@@ -298,3 +302,38 @@ def test_first_visit_tour_keys_and_ask_the_agent_in_chromium(chromium, tmp_path)
         body = page.get_by_test_id("stMainBlockContainer").inner_text()  # a page with a chat input has no stMain
         assert "Retrieved 5 of" in body and "Traceback" not in body and "could not answer" not in body
         _docs_shot(page, "ask_the_agent.png")
+
+
+@pytest.mark.server
+@pytest.mark.jvm
+@pytest.mark.model
+def test_a_class_sees_settings_kept_pages_by_any_case_and_no_developer_tools(chromium, tmp_path):
+    """Settings survive a visit to another page; /Compare opens Compare (URLs are case-insensitive) with both
+    episodes' columns in view, no sideways scroll; there is no Deploy button and "c" clears no cache."""
+    runs = tmp_path / "runs"
+    with served_app(runs, ARTIFACTS / "streamlit_class.log") as url, chromium_page() as page:
+        page.goto(url)
+        open_live(page)
+        quick = page.get_by_label("Quick demo: Swift alone")
+        quick.check(force=True)
+        wait_idle(page)
+        assert quick.is_checked()
+        page.get_by_test_id("stSidebarNav").get_by_text("Tasks").click()
+        page.get_by_text("Gold-path length per task").first.wait_for(timeout=60_000)
+        page.get_by_test_id("stSidebarNav").get_by_text("Run").click()
+        page.get_by_role("button", name="Reset", exact=True).wait_for(timeout=60_000)
+        assert page.get_by_label("Quick demo: Swift alone").is_checked()  # kept across the page visit
+        assert page.get_by_role("button", name="Deploy").count() == 0
+        page.keyboard.press("c")
+        page.wait_for_timeout(800)
+        assert page.get_by_text("Clear caches").count() == 0
+        page.goto(f"{url}/Compare")
+        page.get_by_text("Compare two episodes").first.wait_for(timeout=60_000)
+        wait_idle(page)
+        assert page.get_by_text("Page not found").count() == 0
+        page.get_by_text("Steps, aligned").first.wait_for(timeout=30_000)
+        page.wait_for_timeout(1000)
+        overflow = page.evaluate("() => [...document.querySelectorAll('[data-testid=stMain] .dvn-scroller')]"
+                                 ".map(e => e.scrollWidth - e.clientWidth)")
+        assert overflow and overflow[0] <= 2, overflow  # the aligned steps: A and B without a sideways scroll
+        _docs_shot(page, "compare_page.png")

@@ -143,3 +143,23 @@ def test_text_track_has_one_line_per_step():
     recs = [_rec(step=1), _rec(step=2, system="sage"), _rec(step=3, reward=10.0, score=20.0)]
     track = narration_track(recs)
     assert [t.split(".")[0] for t in track] == ["Step 1", "Step 2", "Step 3"] and "Sage's plan" in track[1]
+
+
+def test_a_pick_that_plays_another_object_than_the_plan_named_is_said():
+    from agent_core.decisions import OptionScores
+    from agent_core.trace import Trigger
+    from views.narration import plan_pick_sentence
+
+    plat = "move block to inclined plane with a platinum surface"
+    alu = "move block to inclined plane with a aluminum surface"
+    plan = {"Q3": "Slide the block down the plane with the most friction.",
+            "Q4": "Move the block to the inclined plane with the aluminum surface now."}
+    rec = _rec(step=7, action=plat, system="sage", plan=plan,
+               trigger=Trigger(name="stuck", rule="stuck: no points"),
+               decisions=[OptionScores(options=[plat, alu, "look around"], scores=[-0.4, -0.5, -2.0])])
+    said = plan_pick_sentence(rec)
+    assert said == f"The plan named aluminum; the pick played platinum ('{plat}')."
+    assert said in narrate(rec)
+    # a pick that follows the plan, or a step Swift took, says nothing of the kind
+    assert plan_pick_sentence(_rec(step=7, action=alu, system="sage", plan=plan, decisions=rec.decisions)) is None
+    assert plan_pick_sentence(_rec(step=7, action=plat, system="swift", plan=plan, decisions=rec.decisions)) is None

@@ -4,7 +4,9 @@ diagnosed, and what changed in the score. The Run page shows them above the pane
 narration reads as a text track; the exported HTML carries them too. Pure functions, no Streamlit."""
 from __future__ import annotations
 
-from agent_core.actions import action_key, is_focus, never_a_focus_target
+import re
+
+from agent_core.actions import GENERIC_WORDS, action_key, is_focus, never_a_focus_target, verb_of
 from agent_core.config import ControllerConfig
 from agent_core.srm.gate1 import REASONS
 from agent_core.trace import EpisodeHeader, StepRecord
@@ -202,6 +204,39 @@ def sage_task_focus_sentence(rec: StepRecord) -> str | None:
             f"{'were' if n != 1 else 'was'} not in its list.")
 
 
+def _words(text: str) -> list[str]:
+    out = []
+    for w in re.findall(r"[a-z0-9]+", text.lower()):
+        if len(w) >= 3 and w not in GENERIC_WORDS and w not in out:
+            out.append(w)
+    return out
+
+
+def plan_pick_sentence(rec: StepRecord) -> str | None:
+    """Sage's plan named one object and its pick played another of the same kind ("the plan named aluminum; the
+    pick played platinum"): said, so a student does not take the plan for what happened. Read from the plan and
+    the scored options only: another option with the same verb differs from the played action exactly in words the
+    plan uses, while the played action's own differing words are not in the plan."""
+    if rec.system != "sage" or not rec.plan:
+        return None
+    scored = next((d for d in rec.decisions if d.kind == "option_scores" and getattr(d, "purpose", "") == "ground"),
+                  None)
+    if scored is None:
+        return None
+    plan = set(_words(" ".join(rec.plan.values())))
+    played = _words(rec.action)
+    verb = verb_of(rec.action)
+    for other in scored.options:
+        if action_key(other) == action_key(rec.action) or verb_of(other) != verb:
+            continue
+        theirs = [w for w in _words(other) if w not in played]
+        ours = [w for w in played if w not in _words(other)]
+        if theirs and ours and all(w in plan for w in theirs) and not any(w in plan for w in ours):
+            return (f"The plan named {' '.join(theirs)}; the pick played {' '.join(ours)} "
+                    f"({_q(rec.action, 60)}).")
+    return None
+
+
 # the decisions a student should hear about, most telling first (agent_core.decisions); the rest stay in the panels
 # (a refused unnamed focus, T1's retry and a failed Sage call have sentences of their own below)
 TOLD = ("safeguard", "unsure_focus_replaced", "deferred_focus", "focus_review", "swift_forced", "loop_guard",
@@ -222,7 +257,7 @@ def narrate(rec: StepRecord, header: EpisodeHeader | None = None) -> list[str]:
     score. The panels below hold the rest."""
     out = [actor_sentence(rec, header)]
     extra = srm_sentence(rec) if (rec.critic is not None and rec.critic.status in ("called", "failed")) else None
-    extra = extra or gate1_sentence(rec) or srm_sentence(rec) or task_focus_sentence(rec) or \
+    extra = extra or plan_pick_sentence(rec) or gate1_sentence(rec) or srm_sentence(rec) or task_focus_sentence(rec) or \
         sage_task_focus_sentence(rec) or decision_sentence(rec) or memory_sentence(rec)
     if extra:
         out.append(extra)

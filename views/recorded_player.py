@@ -180,7 +180,9 @@ def recorded_view(on_fork: Callable[[str, int, str, bool], None], on_resume: Cal
         hits = _search_box(ep.steps)
         st.caption(WHAT["recorded"])
         t = int(S.get("run_rec_step", 0))
-        st.download_button("Download as one HTML file", data=_episode_html(path, stat.st_mtime, stat.st_size),
+        # built when clicked, not on every draw (a 1,000-step episode's file takes seconds to write)
+        st.download_button("Download as one HTML file",
+                           data=lambda: _episode_html(path, stat.st_mtime, stat.st_size),
                            file_name=f"{Path(path).stem}.html", mime="text/html", key="run_export", width="stretch",
                            help="The whole episode in a single file that opens offline in any browser, no app "
                                 "needed: step slider, narration, plan, buffer, Gate-1, retrievals with their score "
