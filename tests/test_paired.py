@@ -75,3 +75,16 @@ def test_compare_pairs_by_task_and_variation_and_charges_each_divergence():
                                                              "kind": "rule"}
     text = "\n".join(paired_markdown({"paired": {"srm": res.to_dict()}}))
     assert "| +SRM | 3 | +26.67 [" in text and "| +SRM | t1 | 0 | 30 | 10 | 2 | gate1:TARGET_NOT_VISIBLE (rule)" in text
+
+
+def test_plays_the_game_did_not_know_are_counted(tmp_path):
+    """The report's "No known action" column: what Gate-1's target-unseen rule is measured by."""
+    from agent_core.evaluate.metrics import UNKNOWN_ACTION, episode_metrics
+    from agent_core.trace import Episode, EpisodeHeader
+
+    steps = [_rec(1, "open metal pot"), _rec(2, "look around"), _rec(3, "pick up metal pot")]
+    steps[0].observation = steps[2].observation = f"{UNKNOWN_ACTION}."
+    ep = Episode(path=tmp_path / "x.jsonl", steps=steps, summary=None,
+                 header=EpisodeHeader(task="boil", task_index=0, variation=21, split="test", task_description="",
+                                      config={"preset": "swift"}, models={}))
+    assert episode_metrics(ep)["activity"]["unknown_action_plays"] == 2

@@ -25,7 +25,9 @@ MECHANISM_COLUMNS = (
     ("gate1_checks", "Gate-1 decisions"), ("gate1_drops", "Gate-1 drops"), ("gate1_repairs", "Gate-1 repairs"),
     ("system1_calls", "System-1 (Swift) calls"), ("system2_calls", "System-2 (Sage) calls"),
     ("share_swift", "share of actions from Swift"), ("share_buffer", "share of actions from the buffer"),
+    ("unknown_action_plays", "plays the game did not know (\"No known action\")"),
 )
+UNKNOWN_ACTION = "No known action matches that input"  # ScienceWorld's answer to an action naming nothing in view
 
 
 def episode_metrics(ep: Episode) -> dict[str, Any]:
@@ -70,7 +72,8 @@ def episode_metrics(ep: Episode) -> dict[str, Any]:
                  "system1_calls": sum(1 for r in steps if "swift" in r.timings),
                  "system2_calls": sum(calls.get(p, 0) for p in SAGE_PURPOSES),
                  "share_swift": systems.get("swift", 0) / n if n else 0.0,
-                 "share_buffer": (systems.get("sage", 0) + systems.get("critic", 0)) / n if n else 0.0})
+                 "share_buffer": (systems.get("sage", 0) + systems.get("critic", 0)) / n if n else 0.0,
+                 "unknown_action_plays": sum(1 for r in steps if r.observation.startswith(UNKNOWN_ACTION))})
     row["activity"] = flat
     return row
 
