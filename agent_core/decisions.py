@@ -280,7 +280,7 @@ class T1Retry(Decision):
         if self.valid:
             return f"AMM T1: Swift's retry with memory proposed '{self.retry}': valid, it replaces '{self.replaced}'"
         # who acts next is the switching rules' call (Sage may be off, or Swift forced): the step's actor says it
-        return f"AMM T1: Swift's retry with memory proposed '{self.retry}': still invalid, so it replaces nothing"
+        return f"AMM T1: Swift's retry with memory proposed '{self.retry}': {T1_STILL_INVALID}"
 
 
 @_kind
@@ -315,6 +315,7 @@ class Note(Decision):
 _LEGACY_T1 = re.compile(r"^AMM T1: Swift's retry with memory proposed '(.*)': (?:still invalid, so Sage is called|"
                         r"valid, it replaces '(.*)')$")
 LEGACY_T1_OUTCOME = ": still invalid, so Sage is called"
+T1_STILL_INVALID = "still invalid, so it replaces nothing"
 
 
 def note_decision(text: str) -> Decision:

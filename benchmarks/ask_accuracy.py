@@ -55,6 +55,7 @@ class Question:
 def _norm(text: str) -> str:
     """Lower case, words and numbers only (a sentence's full stop is not part of its last number)."""
     text = re.sub(r"\.(?!\d)", " ", text.lower())
+    text = re.sub(r"(?<![\w.])\+(?=\d)", "", text)  # "+45 points" states the reward 45
     return " ".join(re.sub(r"[^a-z0-9+.\-]+", " ", text).split())
 
 
@@ -192,7 +193,9 @@ def main() -> None:
             rows = []
             for i, q in enumerate(qs, 1):
                 row = done.get((model, mode, q.qid))
-                if row is None:
+                if row is not None:
+                    row["right"] = right(row["text"], q.facts)  # scored again: the rule may have changed
+                else:
                     row = {"model": model, "mode": mode, "qid": q.qid, "kind": q.kind, "question": q.text,
                            "facts": q.facts, **answer(q, mode, model, llm)}
                     row["right"] = right(row["text"], q.facts)

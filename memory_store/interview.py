@@ -184,6 +184,14 @@ def check_support(text: str, memories: Mapping[str, str]) -> list[Support]:
     return out
 
 
+ADDED_WORDS_MAX = 2  # content words a phrasing may add to the records' answer ("moved", "then" are filler already)
+
+
+def _plain(text: str) -> str:
+    """Lower case words and numbers, single-spaced: what "keeps a fact" compares ("+10" keeps "10")."""
+    return " ".join(re.sub(r"[^a-z0-9.]+", " ", re.sub(r"\.(?!\d)", " ", text.lower())).split())
+
+
 def phrase_facts(question: str, facts: str, keep: Sequence[str], memory_ids: Sequence[str],
                  generate: Generate | None, *, model: str = "") -> Answer:
     """An answer built from the step records; `generate` (optional) only words it. A phrasing that drops any of
@@ -202,13 +210,18 @@ def phrase_facts(question: str, facts: str, keep: Sequence[str], memory_ids: Seq
         except Exception as e:  # noqa: BLE001 - the records' sentence stands; the failure is shown
             ans.phrasing = f"the records' own words (the model could not phrase them: {type(e).__name__}: {e})"
         ans.latency_s = time.perf_counter() - t0
-        said = " ".join(ans.raw.split()).lower()
-        lost = [k for k in keep if k.lower() not in said]
-        if ans.raw and not lost:
+        said = f" {_plain(ans.raw)} "
+        lost = [k for k in keep if f" {_plain(k)} " not in said]  # whole words: step 2 is not in "step 12"
+        allowed = set(content_words(f"{facts} {question}"))
+        added = [w for w in content_words(ans.raw) if w not in allowed]
+        if ans.raw and not lost and len(added) <= ADDED_WORDS_MAX:
             ans.text, ans.phrasing = f"{' '.join(ans.raw.split())} {cites}".strip(), f"phrased by {model}"
-        elif ans.raw:
+        elif ans.raw and lost:
             ans.phrasing = ("the records' own words (the model's phrasing lost " + ", ".join(repr(k) for k in lost[:3])
                             + ")")
+        elif ans.raw:
+            ans.phrasing = ("the records' own words (the model's phrasing added " + ", ".join(repr(w) for w in added[:3])
+                            + ", which the records do not say)")
     ans.support = [Support(line=ans.text, cited=list(memory_ids), supported=True, source="records").to_dict()]
     return ans
 

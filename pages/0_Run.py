@@ -37,11 +37,10 @@ from views.common import WHAT  # noqa: E402
 from views.continue_boxes import fork_box, parent_line  # noqa: E402
 from views.memory_panels import follow_open_request  # noqa: E402
 from views.recorded_player import first_visit, follow_view, open_from_link, recorded_view  # noqa: E402
-from views.run_sidebar import keep_settings, live_buttons, live_sidebar  # noqa: E402
+from views.run_sidebar import live_buttons, live_sidebar  # noqa: E402
 
 S = st.session_state
 
-keep_settings()
 first_visit()
 open_from_link()
 follow.open_from_link()
@@ -76,19 +75,22 @@ else:
         settings = live_sidebar(DEFAULT_EMBEDDED)
         live_buttons(live_run.set_cmd, running=bool(run.running), left=run.left)
         changed_slot = st.empty()  # filled after this run's command: a Reset pressed now has used the settings
-        agent, header = run.agent, run.header
-        if agent is not None and header is not None and agent.trace_path is not None:
-            fork_box(str(agent.trace_path), types.SimpleNamespace(header=header, steps=list(agent.records)),
-                     len(agent.records), on_fork=continue_run.request_fork)
+        fork_slot = st.container()  # after the command too: a quick step taken in this run is forkable
     live_run.wait_for_step_in_flight()
     if live_run.pop_paused_call():
         st.info("Paused. The model call in progress was stopped; that step took Swift's action instead and is "
                 "recorded with the cancellation (see its LLM error). Press Step or Run to go on.")
     want_step = live_run.command(settings)
+    was_running = bool(run.running)
     job = live_run.begin_step() if want_step else None  # a quick (Swift) step is taken before anything is drawn
     quick = job is not None and job.done
     if run.agent is not None and run.header is not None and run.agent_key != settings_key(settings):
         changed_slot.info("Settings changed: press Reset to start a new episode with them.")
+    if run.agent is not None and run.header is not None and run.agent.trace_path is not None:
+        with fork_slot:
+            fork_box(str(run.agent.trace_path), types.SimpleNamespace(header=run.header,
+                                                                     steps=list(run.agent.records)),
+                     len(run.agent.records), on_fork=continue_run.request_fork)
     # the step's progress goes above the episode, which is drawn first: the last step stays readable (not
     # faded) while Swift or a model works on the next one
     progress_slot = st.container()
@@ -111,6 +113,6 @@ else:
                        f"network address).")
     if job is not None and not quick and live_run.watch_step(job, progress_slot):
         st.rerun()  # draw the new step
-    elif quick and run.running:
-        st.rerun()  # Run N / Run to end: the next step
+    elif quick and (run.running or was_running):
+        st.rerun()  # Run N / Run to end: the next step (or, after the last, the buttons without "Running...")
 follow_open_request()  # "Open in the Memory explorer" was pressed in a Memory panel

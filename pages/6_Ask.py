@@ -35,6 +35,7 @@ from views import sources  # noqa: E402
 from views.ask import episode_stream, step_memory_ids, suggested_questions  # noqa: E402
 from views.ask_records import answer_from_records  # noqa: E402
 from views import share  # noqa: E402
+from views.common import clip  # noqa: E402
 from views.stores import default_store, is_store, short_path  # noqa: E402
 
 S = st.session_state
@@ -183,18 +184,13 @@ def render_answer(ans: Answer) -> None:
     bad = ans.unsupported()
     if bad:
         st.warning("Check this answer against its memories: " + "; ".join(
-            f"\"{_short(x.line)}\" is {x.describe()}" for x in bad) + ".")
+            f"\"{clip(x.line, 90)}\" is {x.describe()}" for x in bad) + ".")
     if ans.bad_citations:
         st.warning(f"The model cited memories that were not shown to it: {ans.bad_citations} (marked [?n]).")
     if ans.prompt:
         with st.expander("The exact prompt and the model's raw output"):
             st.code(ans.prompt, language=None)
             st.code(ans.raw or "(empty)", language=None)
-
-
-def _short(text: str, n: int = 90) -> str:
-    t = " ".join(text.split())
-    return t if len(t) <= n else t[: t.rfind(" ", 0, n)] + " ..."
 
 
 def render_records(cited: list[dict], key: str) -> None:
@@ -259,6 +255,9 @@ def ask(question: str, stream, label: str, choice: dict, opened: tuple) -> None:
             if choice.get("phrase", True) and share.may_ask_model():
                 ans = _with_model(cfg, model, question, lambda gen: phrase_facts(
                     question, exact.text, exact.keep(), mids, gen, model=model), "phrasing the records' answer")
+                if ans.error:  # the model could not even be loaded: the exact answer stands in the records' words
+                    err, ans = ans.error, phrase_facts(question, exact.text, exact.keep(), mids, None)
+                    ans.phrasing = f"the records' own words (the model could not be loaded: {err})"
             else:
                 ans = phrase_facts(question, exact.text, exact.keep(), mids, None)
             render_answer(ans)

@@ -311,12 +311,6 @@ def watch_step(job: StepJob, where) -> bool:
     return True
 
 
-def do_step(where) -> bool:
-    """Take one step (shown in `where`); True when a step ran and the page should redraw with it."""
-    job = begin_step()
-    return job is not None and watch_step(job, where)
-
-
 def next_hint(agent) -> str | None:
     """Who acts next, read from the agent's last step record (mode_after, buffer_after)."""
     if agent is None:

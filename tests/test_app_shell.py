@@ -30,31 +30,27 @@ def test_settings_survive_a_visit_to_another_page(tmp_path, monkeypatch):
 
 
 def test_page_urls_are_case_insensitive(monkeypatch):
-    class Intent:
-        intended_page_name, intended_page_script_hash = "Compare", ""
+    """Against Streamlit's own PagesManager: /Compare resolves to the page at /compare."""
+    from streamlit.runtime.pages_manager import PagesManager
 
-        def set_script_intent(self, page_hash, name):
-            self.intended_page_name = name
+    pm = PagesManager(str(ROOT / "app.py"))
+    pages = {"h0": {"page_script_hash": "h0", "url_pathname": "", "script_path": "pages/0_Run.py"},
+             "h5": {"page_script_hash": "h5", "url_pathname": "compare", "script_path": "pages/5_Compare.py"}}
 
     class Ctx:
-        pages_manager = Intent()
+        pages_manager = pm
 
-    monkeypatch.setattr(app_shell, "get_script_run_ctx", lambda: Ctx)
-    app_shell.case_insensitive_url(["", "evaluate", "compare", "ask"])
-    assert Ctx.pages_manager.intended_page_name == "compare"
-    Ctx.pages_manager.intended_page_name = "nowhere"
-    app_shell.case_insensitive_url(["", "evaluate", "compare", "ask"])
-    assert Ctx.pages_manager.intended_page_name == "nowhere"  # Streamlit's own "Page not found" stands
+    monkeypatch.setattr(app_shell, "get_script_run_ctx", lambda: Ctx)  # the page run's context, a stand-in
+    for asked, found in (("Compare", "h5"), ("COMPARE", "h5"), ("compare", "h5"), ("nowhere", None)):
+        pm.set_script_intent("", asked)
+        app_shell.case_insensitive_url(["", "evaluate", "compare", "ask"])
+        got = pm.set_pages_and_resolve(pages, fallback_page_hash="h0")
+        assert (got or {}).get("page_script_hash") == found, asked
 
 
 def test_a_class_sees_no_developer_tools():
     cfg = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
     assert cfg["client"]["toolbarMode"] == "viewer"  # no Deploy button, no "C" to clear the model caches
-    for page in ("views/run_sidebar.py", "pages/6_Ask.py"):  # every setting of these pages outlives a page visit
-        text = (ROOT / page).read_text()
-        for key in ("run_backend", "run_base_url", "run_quick") if "run" in page else ("ask_trace", "ask_backend",
-                                                                                          "ask_url"):
-            assert f'key="{key}", persist_state="session"' in text, (page, key)
 
 
 @pytest.mark.page

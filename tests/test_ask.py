@@ -227,7 +227,6 @@ def test_an_answer_line_is_checked_against_the_memory_it_cites(line, supported, 
 
 def test_questions_the_records_answer_exactly():
     ep = read_episode(FULL)
-    by_step = {r.step: r for r in ep.steps}
     sage = next(r for r in ep.steps if r.trigger is not None and r.system == "sage")
     a = answer_from_records(f"Why did Sage take over at step {sage.step}?", ep.header, ep.steps, ep.summary)
     assert a.kind == "step" and a.steps == [sage.step] and a.text.startswith(f"At step {sage.step} Sage acted")
@@ -245,11 +244,10 @@ def test_questions_the_records_answer_exactly():
                                                            base.steps).text
     assert "without episodic memory" in answer_from_records("Which memory won at step 3?", base.header,
                                                             base.steps).text
-    injected = next((r for r in ep.steps for x in r.retrievals if x.injected_ids and not x.error), None)
-    if injected is not None:
-        a = answer_from_records(f"Which memory won at step {injected.step}?", ep.header, ep.steps)
-        x = next(x for x in injected.retrievals if x.injected_ids and not x.error)
-        assert a.kind == "memory" and x.injected_ids[0] in a.text
+    injected = next(r for r in ep.steps for x in r.retrievals if x.injected_ids and not x.error)  # Full uses T1/T4
+    a = answer_from_records(f"Which memory won at step {injected.step}?", ep.header, ep.steps)
+    x = next(x for x in injected.retrievals if x.injected_ids and not x.error)
+    assert a.kind == "memory" and x.injected_ids[0] in a.text
     a = answer_from_records("When did Sage take over?", ep.header, ep.steps)
     called = [r.step for r in ep.steps if r.trigger is not None and r.trigger.name in
               ("invalid", "critical", "stuck", "unexpected", "gate1_drops")]
@@ -262,20 +260,42 @@ def test_questions_the_records_answer_exactly():
     assert answer_from_records("How did the episode end?", ep.header, ep.steps, ep.summary).text.endswith(
         f"the final score was {ep.summary.final_score:g}.")
     assert answer_from_records("What did you learn about friction?", ep.header, ep.steps) is None
-    assert by_step
+    # wordings the records cannot settle go to the memories, never to a false "I never ..."
+    went = next(r for r in ep.steps if r.action.startswith("go to"))
+    room = went.action.removeprefix("go to ")
+    first = answer_from_records(f"Why did you go to the {room} first?", ep.header, ep.steps)
+    assert first.kind == "action" and first.steps == [went.step]
+    assert answer_from_records("Why did you take so long?", ep.header, ep.steps) is None
+    assert answer_from_records("Why did you drop the block?", ep.header, ep.steps) is None  # not a Gate-1 question
+    assert answer_from_records("Why did the score drop?", ep.header, ep.steps) is None
+    long = next(r for r in ep.steps if len(r.action.split()) >= 6)  # "move block to inclined plane with a ..."
+    words = long.action.split()
+    loose = " ".join(words[:2] + words[-2:])  # "move block platinum surface": the words a student might use
+    got = answer_from_records(f"Why did you {loose}?", ep.header, ep.steps)
+    assert got.kind == "action" and f"'{long.action}'" in got.text
 
 
-def test_a_phrasing_that_loses_a_fact_is_not_shown():
-    facts = "At step 4 I did 'move block to inclined plane a'. It earned +10 points (now 40)."
-    keep = ["'move block to inclined plane a'", "4", "+10", "40"]
-    good = phrase_facts("q", facts, [k.strip("'") for k in keep], ["m000003"],
-                        lambda p: "At step 4 I did 'move block to inclined plane a', which earned +10 points (now 40).",
-                        model="scripted")
+def test_a_phrasing_that_loses_or_adds_a_fact_is_not_shown():
+    from views.ask_records import RecordAnswer
+
+    exact = RecordAnswer("step", "At step 4 I did 'move block to inclined plane a'. It earned +10 points (now 40).", [4])
+    assert exact.keep() == ["+10", "4", "40", "move block to inclined plane a"]
+    assert RecordAnswer("gate1", "Gate-1 dropped nothing at step 2.").keep() == ["2"]  # not the 1 of Gate-1
+
+    def phrase(said: str):
+        return phrase_facts("q", exact.text, exact.keep(), ["m000003"], lambda p: said, model="scripted")
+
+    good = phrase("At step 4 I did 'move block to inclined plane a', which earned +10 points (now 40).")
     assert good.text.endswith("[m000003]") and good.phrasing == "phrased by scripted" and good.grounding == "records"
-    lost = phrase_facts("q", facts, [k.strip("'") for k in keep], ["m000003"],
-                        lambda p: "I moved the block and got points.", model="scripted")
-    assert lost.text == facts + " [m000003]" and "lost" in lost.phrasing and lost.raw
-    assert phrase_facts("q", facts, [], [], None).text == facts and not interview_prompt("q", []).count("Example")
+    lost = phrase("I moved the block and got points.")
+    assert lost.text == exact.text + " [m000003]" and "lost" in lost.phrasing and lost.raw
+    # whole words only: "step 14" does not keep step 4
+    assert "lost" in phrase("At step 14 I did move block to inclined plane a: +10 points, now 40.").phrasing
+    added = phrase("At step 4 I did move block to inclined plane a to measure friction with the stopwatch, "
+                   "+10 points, now 40.")
+    assert "added" in added.phrasing and added.text == exact.text + " [m000003]"
+    assert phrase_facts("q", exact.text, [], [], None).text == exact.text and not interview_prompt("q", []).count(
+        "Example")
 
 
 @pytest.mark.model

@@ -10,13 +10,12 @@ from pathlib import Path
 import pytest
 
 from agent_core.trace import read_episode
-from views.ask_records import answer_from_records
+from views.ask_records import SYSTEMS, answer_from_records
 from views.narration import WHY, actor_sentence, gate1_sentence, memory_sentence, narrate, score_sentence, srm_sentence
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACES = sorted(p for p in (ROOT / "assets").rglob("*.jsonl"))
 SAGE_PURPOSES = {"plan", "ground", "focus_review"}
-ACTOR = {"swift": "Swift", "sage": "Sage", "critic": "the Critic"}
 
 
 def _quoted(text: str) -> list[str]:
@@ -97,8 +96,8 @@ def _problems(path: Path) -> list[str]:
                         break
         # the Ask page's exact answer about this step names the system that acted and the action
         exact = answer_from_records(f"Who acted at step {r.step} and why?", ep.header, ep.steps, ep.summary)
-        if exact is None or exact.steps != [r.step] or not exact.text.startswith(
-                f"At step {r.step} {ACTOR.get(r.system, r.system)} acted"):
+        lead = f"At step {r.step} you typed" if r.system == "user" else f"At step {r.step} {SYSTEMS[r.system]} acted"
+        if exact is None or exact.steps != [r.step] or not exact.text.startswith(lead):
             out.append(f"{where}: Ask's exact answer does not name {r.system}: {exact and exact.text[:80]}")
     return out
 

@@ -12,15 +12,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from agent_core.actions import ROOMS, VERB_ALIASES, VERBS, is_move, normalize, argument_of
+from agent_core.actions import ROOMS, VERB_ALIASES, VERBS, is_move, normalize
 from agent_core.trace import EpisodeHeader, EpisodeSummary, StepRecord
-from views.narration import SCORE_WORDS, WHY, actor_sentence, gate1_sentence, narrate, score_sentence, srm_sentence
+from views.common import episode_mechanisms
+from views.narration import WHY, actor_sentence, memory_use, narrate, score_sentence, srm_sentence, stuck_window
 
 _STEP = re.compile(r"\bstep\s*#?\s*(\d+)", re.I)
 _WHY_DID = re.compile(r"^\s*(?:why|when)\s+did\s+(?:you|the agent|it)\s+(.+?)\s*\??\s*$", re.I)
 _QUOTED = re.compile(r"'([^']+)'")
 _NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?")
-SYSTEMS = {"swift": "Swift", "sage": "Sage", "critic": "the Critic", "user": "you (typed)"}
+SYSTEMS = {"swift": "Swift", "sage": "Sage", "critic": "the Critic", "user": "you"}
 
 
 @dataclass
@@ -30,8 +31,10 @@ class RecordAnswer:
     steps: list[int] = field(default_factory=list)  # the steps it is about: their memories are cited
 
     def keep(self) -> list[str]:
-        """What a rephrasing must keep: every quoted action and every number."""
-        return sorted(set(_QUOTED.findall(self.text)) | set(_NUMBER.findall(_QUOTED.sub(" ", self.text))))
+        """What a rephrasing must keep: every quoted action and every number outside them (a step number, a
+        score; not the 1 of "Gate-1")."""
+        rest = re.sub(r"gate-1", " ", _QUOTED.sub(" ", self.text), flags=re.I)
+        return sorted(set(_QUOTED.findall(self.text)) | set(_NUMBER.findall(rest)))
 
 
 def _q(text: str) -> str:
@@ -43,25 +46,22 @@ def _steps_list(steps: list[int], n: int = 8) -> str:
     return head + (f" and {len(steps) - n} more" if len(steps) > n else "")
 
 
-def _mechanisms(header: EpisodeHeader) -> set[str]:
-    return set(header.mechanisms or ["swift", "sage"])
-
-
 def _at(records: list[StepRecord], k: int) -> StepRecord | None:
     return next((r for r in records if r.step == k), None)
 
 
-def _gate1(question: str, header: EpisodeHeader, records: list[StepRecord], k: int | None) -> RecordAnswer:
-    if "gate1" not in _mechanisms(header):
+def _gate1(header: EpisodeHeader, records: list[StepRecord], k: int | None) -> RecordAnswer:
+    if "gate1" not in episode_mechanisms(header):
         return RecordAnswer("gate1", f"Gate-1 was not on in this episode (preset {header.config.get('preset', '?')}), "
                                      "so it checked and dropped nothing.")
     if k is not None:
         rec = _at(records, k)
         drops = [g for g in rec.gate1 if g.decision == "DROP"]
         if not drops:
-            checked = len(rec.gate1)
-            return RecordAnswer("gate1", f"Gate-1 dropped nothing at step {k}: it checked {checked} action(s) and "
-                                         f"let {_q(rec.action)} run.", [k])
+            checked = (f"it checked {len(rec.gate1)} action(s)" if rec.gate1 else
+                       "it had nothing to check (the action came from a menu answer or the buffer's replay)")
+            return RecordAnswer("gate1", f"Gate-1 dropped nothing at step {k}: {checked}, and {_q(rec.action)} "
+                                         f"ran.", [k])
         lines = [f"At step {k} Gate-1 dropped {_q(g.proposed)} from {SYSTEMS.get(g.source, g.source)}: "
                  f"{g.detail or g.reason}." for g in drops]
         return RecordAnswer("gate1", " ".join(lines) + f" The action that ran was {_q(rec.action)}.", [k])
@@ -77,7 +77,7 @@ def _gate1(question: str, header: EpisodeHeader, records: list[StepRecord], k: i
 
 
 def _memory(header: EpisodeHeader, records: list[StepRecord], k: int | None) -> RecordAnswer:
-    if "amm" not in _mechanisms(header) and not any(r.retrievals for r in records):
+    if "amm" not in episode_mechanisms(header) and not any(r.retrievals for r in records):
         return RecordAnswer("memory", "This episode ran without episodic memory (AMM was off), so no memory was "
                                       "retrieved or used.")
     recs = [_at(records, k)] if k is not None else [r for r in records if r.retrievals]
@@ -87,24 +87,18 @@ def _memory(header: EpisodeHeader, records: list[StepRecord], k: int | None) -> 
         for x in rec.retrievals:
             if x.error:
                 lines.append(f"At step {rec.step} the memory lookup ({x.trigger}) failed: {x.error}.")
-                used.append(rec.step)
+            elif x.injected_ids:
+                into, top, best = memory_use(x)
+                won = (f"; the one that won was {top.id} ({top.tag or top.type}), mostly on {best}" if top is not None
+                       else f"; the first was {x.injected_ids[0]}")
+                lines.append(f"At step {rec.step} memory {x.trigger} gave {into} {len(x.injected_ids)} record(s)"
+                             f"{won}.")
+            elif k is not None:
+                n = len(x.result.top_ids) if x.result else 0
+                lines.append(f"At step {rec.step} memory {x.trigger} retrieved {n} record(s) but put none into a "
+                             f"prompt.")
+            else:
                 continue
-            if not x.injected_ids or x.result is None:
-                if k is not None:
-                    n = len(x.result.top_ids) if x.result else 0
-                    lines.append(f"At step {rec.step} memory {x.trigger} retrieved {n} record(s) but put none into "
-                                 f"a prompt.")
-                    used.append(rec.step)
-                continue
-            top = next((c for c in x.result.candidates if c.id == x.injected_ids[0]), None)
-            if top is None:
-                continue
-            w = x.result.weights or {}
-            best = max(SCORE_WORDS, key=lambda s: getattr(top, s) * w.get(s[:-2], 1.0))
-            into = {"swift": "Swift's retry", "sage": "Sage's prompt", "critic": "the Critic's prompt"}.get(
-                x.injected_into, x.injected_into)
-            lines.append(f"At step {rec.step} memory {x.trigger} gave {into} {len(x.injected_ids)} record(s); the "
-                         f"one that won was {top.id} ({top.tag or top.type}), mostly on {SCORE_WORDS[best]}.")
             used.append(rec.step)
     if not lines:
         where = f"at step {k}" if k is not None else "in this episode"
@@ -118,7 +112,8 @@ def _critic(records: list[StepRecord], k: int | None) -> RecordAnswer:
     calls = [r for r in records if r.critic is not None and (k is None or r.step == k)]
     if not calls:
         return RecordAnswer("critic", "The Critic was not called " + (f"at step {k}." if k is not None else
-                                                                        "in this episode."), [k] if k else [])
+                                                                        "in this episode."),
+                            [k] if k is not None else [])
     lines = [f"Step {r.step}: {srm_sentence(r)}" for r in calls[:5]]
     return RecordAnswer("critic", " ".join(lines), [r.step for r in calls[:5]])
 
@@ -128,6 +123,8 @@ def _step(question: str, header: EpisodeHeader, rec: StepRecord) -> RecordAnswer
         said = score_sentence(rec)
         gain = f"It earned {rec.reward:+g} points. " if rec.reward > 0 and "earned" not in said else ""
         text = f"At step {rec.step} I did {_q(rec.action)}. {gain}{said} {actor_sentence(rec, header)}"
+    elif rec.system == "user":
+        text = f"At step {rec.step} you typed the action: " + " ".join(narrate(rec, header))
     else:
         text = f"At step {rec.step} {SYSTEMS.get(rec.system, rec.system)} acted: " + " ".join(narrate(rec, header))
     return RecordAnswer("step", text, [rec.step])
@@ -139,41 +136,53 @@ def _looks_like_action(phrase: str) -> bool:
 
 
 def _action(phrase: str, header: EpisodeHeader, records: list[StepRecord]) -> RecordAnswer | None:
-    """'Why did you go to the kitchen?': the steps that played that action (or entered that room), else 'never'."""
+    """'Why did you go to the kitchen?': the steps that played that action (or entered that room). "Never" only
+    where the records can say it for sure: a room no step moved to. Any other wording the records do not match
+    ("the thermometer" for "mercury thermometer", "so long") goes to the memories instead."""
     if not _looks_like_action(phrase):
         return None
     want = normalize(phrase)
     hits = [r for r in records if normalize(r.action) == want]
+    if not hits:  # every word of the question's action in the played one: "pick up thermometer"
+        words = set(want.split())
+        hits = [r for r in records if words <= set(normalize(r.action).split())]
     if not hits and is_move(phrase):
-        room = argument_of(phrase)
-        hits = [r for r in records if is_move(r.action) and argument_of(r.action) == room]
-        if not hits and room in ROOMS:
-            rooms = []
-            for r in records:
-                if r.room and r.room not in rooms:
-                    rooms.append(r.room)
-            where = f": the rooms I was in were {', '.join(rooms)}" if rooms else ""
-            return RecordAnswer("action", f"I never went to the {room} in this episode{where}.")
+        room = next((room for room in ROOMS if re.search(rf"\b{room}\b", want)), None)
+        if room is not None:
+            hits = [r for r in records if is_move(r.action) and room in normalize(r.action)]
+            if not hits:
+                rooms = []
+                for r in records:
+                    if r.room and r.room not in rooms:
+                        rooms.append(r.room)
+                where = f": the rooms I was in were {', '.join(rooms)}" if rooms else ""
+                return RecordAnswer("action", f"I never went to the {room} in this episode{where}.")
     if not hits:
-        return RecordAnswer("action", f"I never did {_q(want)} in this episode.")
+        return None
     first = hits[0]
     when = f"at step {first.step}" if len(hits) == 1 else f"at steps {_steps_list([r.step for r in hits])}"
     return RecordAnswer("action", f"I did {_q(first.action)} {when}. The first time: {actor_sentence(first, header)}",
                         [first.step])
 
 
-def _sage(records: list[StepRecord]) -> RecordAnswer:
+def _sage(header: EpisodeHeader, records: list[StepRecord]) -> RecordAnswer:
     called = [r for r in records if r.trigger is not None and r.trigger.name in WHY]
     acted = [r.step for r in records if r.system == "sage"]
-    if not called:
-        return RecordAnswer("sage", "Sage was never asked in this episode: Swift chose every action.")
+    if not called and not acted:
+        by = {}
+        for r in records:
+            by[SYSTEMS.get(r.system, r.system)] = by.get(SYSTEMS.get(r.system, r.system), 0) + 1
+        return RecordAnswer("sage", "Sage was never asked in this episode; the actions came from "
+                                    + ", ".join(f"{who} ({n})" for who, n in by.items()) + ".")
     reasons: dict[str, int] = {}
     for r in called:
         reasons[r.trigger.name] = reasons.get(r.trigger.name, 0) + 1
-    why = "; ".join(f"{n} time(s) because {WHY[name].format(k=5)}" for name, n in reasons.items())
-    return RecordAnswer("sage", f"Sage was asked {len(called)} time(s), at step(s) {_steps_list([r.step for r in called])}"
-                                f" ({why}). Sage's actions were played at {len(acted)} step(s).",
-                        [called[0].step])
+    k = stuck_window(header)
+    why = "; ".join(f"{n} time(s) because {WHY[name].format(k=k)}" for name, n in reasons.items())
+    asked = (f"Sage was asked {len(called)} time(s), at step(s) {_steps_list([r.step for r in called])} ({why})."
+             if called else "No switching rule asked Sage in this episode.")
+    return RecordAnswer("sage", f"{asked} Sage's actions were played at {len(acted)} step(s).",
+                        [called[0].step] if called else acted[:1])
 
 
 def _outcome(header: EpisodeHeader, records: list[StepRecord], summary: EpisodeSummary | None) -> RecordAnswer:
@@ -198,8 +207,8 @@ def answer_from_records(question: str, header: EpisodeHeader, records: list[Step
     if k is not None and _at(records, k) is None:
         return RecordAnswer("step", f"This episode has {len(records)} steps, so there is no step {k}.")
     low = q.lower()
-    if re.search(r"gate[- ]?1|gate one|\bdrop", low):
-        return _gate1(q, header, records, k)
+    if re.search(r"gate[- ]?1\b|gate one", low):
+        return _gate1(header, records, k)
     if re.search(r"\bcritic\b", low):
         return _critic(records, k)
     if re.search(r"memor|retriev|recall", low) and (k is not None or re.search(r"\b(won|win|which|used|inject)", low)):
@@ -207,7 +216,7 @@ def answer_from_records(question: str, header: EpisodeHeader, records: list[Step
     if k is not None:
         return _step(q, header, _at(records, k))
     if re.search(r"\bsage\b", low) and re.search(r"\b(when|how many|how often|take over|took over|called|asked)\b", low):
-        return _sage(records)
+        return _sage(header, records)
     why = _WHY_DID.match(q)
     if why:
         found = _action(why.group(1), header, records)

@@ -66,7 +66,7 @@ def _score_figure(ep: Episode) -> go.Figure:
                     hovertext=["start"] + [f"step {r.step}: {r.score:g} · {ACTOR_LABELS.get(r.system, r.system)} · "
                                            f"{html.escape(r.action[:60])}" for r in ep.steps], hoverinfo="text")
     fig.update_layout(height=260, margin={"l": 40, "r": 10, "t": 10, "b": 30}, showlegend=False,
-                      yaxis={"title": "score", "range": [min([0.0] + ys) - 5, 108]},
+                      yaxis={"title": "score", "range": [min([0.0] + ys) - 5, 116]},
                       xaxis={"title": "step", "range": [-0.5, max(len(ep.steps), 5) + 0.5]},
                       shapes=[{"type": "line", "x0": 0, "x1": 0, "y0": 0, "y1": 1, "yref": "paper",
                                "line": {"dash": "dot", "color": SCORE_LINE, "width": 2}}])

@@ -46,6 +46,14 @@ def _swift_wanted(rec: StepRecord) -> str | None:
                                                               if rec.swift_valid_ranked else rec.swift_top1)
 
 
+def stuck_window(header: EpisodeHeader | None) -> int:
+    """The stuck rule's window of the recorded run (its header's config), else today's default."""
+    k = ControllerConfig().stuck_window
+    if header is not None and isinstance(header.config, dict):
+        k = header.config.get("controller", {}).get("stuck_window", k)
+    return k
+
+
 def actor_sentence(rec: StepRecord, header: EpisodeHeader | None = None) -> str:
     """Who chose this step's action, and why that system was the one acting."""
     failed = next((c for c in rec.llm_calls if c.error), None)
@@ -59,10 +67,7 @@ def actor_sentence(rec: StepRecord, header: EpisodeHeader | None = None) -> str:
         who = "Gate-1" if m.chooser == "gate1" else "the agent"
         return f"The game asked which object {_q(m.request)} meant; {who} answered {m.chosen} ({_q(opt, 50)}): {m.why}."
     if trig is not None and trig.name in WHY:
-        k = ControllerConfig().stuck_window  # the recorded run's own window when its header has one
-        if header is not None and isinstance(header.config, dict):
-            k = header.config.get("controller", {}).get("stuck_window", k)
-        why = WHY[trig.name].format(k=k)
+        why = WHY[trig.name].format(k=stuck_window(header))
         wanted = _swift_wanted(rec)
         ask = "so Sage was asked to check which object to focus on" if trig.name == "critical" else "so Sage was asked"
         lead = f"Swift wanted to {_q(wanted)}; {why}, {ask}" if wanted else f"{why.capitalize()}, {ask}"
@@ -118,6 +123,23 @@ def _recorded_action(description: str) -> str:
     return description
 
 
+INTO = {"swift": "Swift's retry", "sage": "Sage's prompt", "critic": "the Critic's prompt"}
+
+
+def memory_use(x) -> tuple[str, object | None, str | None]:
+    """Where a retrieval's records went ("Swift's retry"), the injected record that ranked first (None when the
+    record does not hold it) and which of its three scores won it (None then too)."""
+    into = INTO.get(x.injected_into, x.injected_into)
+    top = None
+    if x.result is not None and x.injected_ids:
+        top = next((c for c in x.result.candidates if c.id == x.injected_ids[0]), None)
+    if top is None:
+        return into, None, None
+    w = x.result.weights or {}
+    best = max(SCORE_WORDS, key=lambda k: getattr(top, k) * w.get(k[:-2], 1.0))
+    return into, top, SCORE_WORDS[best]
+
+
 def memory_sentence(rec: StepRecord) -> str | None:
     """The memory that was used (the first injection) and which of its three scores made it win; else a write."""
     for x in rec.retrievals:
@@ -125,15 +147,11 @@ def memory_sentence(rec: StepRecord) -> str | None:
             return f"A memory lookup ({x.trigger}) failed, so the prompt stayed as it was."
         if not x.injected_into or not x.injected_ids or x.result is None:
             continue
-        top = next((c for c in x.result.candidates if c.id == x.injected_ids[0]), None)
+        into, top, best = memory_use(x)
         if top is None:
             continue
-        w = x.result.weights or {}
-        best = max(SCORE_WORDS, key=lambda k: getattr(top, k) * w.get(k[:-2], 1.0))
-        into = {"swift": "Swift's retry", "sage": "Sage's prompt", "critic": "the Critic's prompt"}.get(
-            x.injected_into, x.injected_into)
         return (f"Memory ({x.trigger}) gave {into} {len(x.injected_ids)} record(s); the top one, a {top.tag or top.type} "
-                f"about {_q(_recorded_action(top.description), 50)}, won mostly on {SCORE_WORDS[best]}.")
+                f"about {_q(_recorded_action(top.description), 50)}, won mostly on {best}.")
     written = [w for w in rec.memories_written if w.id and not w.error and not w.duplicate_of]
     if written:
         w = written[0]

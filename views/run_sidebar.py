@@ -16,13 +16,6 @@ from views import share, sources
 
 S = st.session_state
 
-# Streamlit forgets a widget's value when a run does not draw it (e.g. while the recorded view is shown);
-# writing the values back keeps the live settings across a trip to the recorded view and back.
-KEPT = ("run_task", "run_split", "run_variation", "run_preset", "run_backend", "run_emb_model", "run_base_url",
-        "run_llm_model", "run_llm_timeout", "run_llm_threads", "run_step_limit", "run_n_steps", "run_trace",
-        "run_quick")
-
-
 @dataclass(frozen=True)
 class LiveSettings:
     """What the live sidebar asks for: the episode to start and the agent to start it with."""
@@ -40,12 +33,6 @@ class LiveSettings:
     step_limit: int
     memory_store: str = ""  # "": the preset's own store; else this session's fresh copy
     quick: bool = False  # Swift alone: no model call at all
-
-
-def keep_settings(keys: tuple[str, ...] = KEPT) -> None:
-    for k in keys:
-        if k in S:
-            S[k] = S[k]
 
 
 def live_sidebar(default_embedded: str) -> LiveSettings:

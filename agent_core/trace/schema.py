@@ -279,10 +279,10 @@ class MemoryRetrieval:
         kw = {k: v for k, v in data.items() if k in names}
         if isinstance(kw.get("result"), dict):
             kw["result"] = RetrievalResult.from_dict(kw["result"])
-        from agent_core.decisions import LEGACY_T1_OUTCOME
+        from agent_core.decisions import LEGACY_T1_OUTCOME, T1_STILL_INVALID
 
         if str(kw.get("outcome", "")).endswith(LEGACY_T1_OUTCOME):  # schema 1's T1 text: read as today's record
-            kw["outcome"] = kw["outcome"].removesuffix(LEGACY_T1_OUTCOME) + ": still invalid, so it replaces nothing"
+            kw["outcome"] = kw["outcome"].removesuffix(LEGACY_T1_OUTCOME) + ": " + T1_STILL_INVALID
         return cls(**kw)
 
 
