@@ -23,6 +23,7 @@ from views.narration import narrate, narration_track
 from views.srm_panels import render_critic_raw, render_srm, render_srm_detail
 
 LIST_PAGE = 20  # steps shown in the step list before "show all"
+TRACK_WINDOW = 30  # narration lines shown on each side of the current step
 
 
 def records_key(records: list[StepRecord]) -> tuple:
@@ -419,10 +420,18 @@ def render_narration(header: EpisodeHeader, records: list[StepRecord], t: int, r
                 f'padding: 0.4rem 0.8rem; margin: 0.3rem 0 0.8rem 0; font-size: 1.05rem;">🗣️ '
                 f'{esc(" ".join(narrate(rec, header)))}</div>', unsafe_allow_html=True)
     if recorded and len(records) > 1:
-        with st.expander("Narration of the whole episode (text track)"):
-            st.caption("One line per step, generated from the step records; read it aloud while the episode plays.")
-            st.markdown("\n".join(f"{'**' if r.step == t else ''}{esc(line)}{'**' if r.step == t else ''}  "
-                                   for r, line in zip(records, narration_track(records, header))))
+        # drawn only while open, and only the steps around this one: a 1,000-step episode would send its whole
+        # text track with every move of the slider
+        box = st.expander("Narration of the whole episode (text track)", key="run_track", on_change="rerun")
+        if box.open:
+            with box:
+                lo, hi = max(0, t - TRACK_WINDOW), min(len(records), t + TRACK_WINDOW)
+                st.caption("One line per step, generated from the step records; read it aloud while the episode "
+                           "plays." + (f" Steps {lo + 1}-{hi} of {len(records)} (the exported HTML file has them all)."
+                                       if hi - lo < len(records) else ""))
+                window = records[lo:hi]
+                st.markdown("\n".join(f"{'**' if r.step == t else ''}{esc(line)}{'**' if r.step == t else ''}  "
+                                       for r, line in zip(window, narration_track(window, header))))
 
 
 def render_episode(header: EpisodeHeader, records: list[StepRecord], t: int, summary: EpisodeSummary | None, *,
