@@ -318,9 +318,9 @@ def test_a_class_sees_settings_kept_pages_by_any_case_and_no_developer_tools(chr
         quick.check(force=True)
         wait_idle(page)
         assert quick.is_checked()
-        page.get_by_test_id("stSidebarNav").get_by_text("Tasks").click()
+        page.get_by_test_id("stSidebarNav").get_by_text("Tasks", exact=True).click()
         page.get_by_text("Gold-path length per task").first.wait_for(timeout=60_000)
-        page.get_by_test_id("stSidebarNav").get_by_text("Run").click()
+        page.get_by_test_id("stSidebarNav").get_by_text("Run", exact=True).click()
         page.get_by_role("button", name="Reset", exact=True).wait_for(timeout=60_000)
         assert page.get_by_label("Quick demo: Swift alone").is_checked()  # kept across the page visit
         assert page.get_by_role("button", name="Deploy").count() == 0
