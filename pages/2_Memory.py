@@ -43,7 +43,10 @@ st.caption("The agent's memory stream (Generative Agents): everything it observe
 
 request = S.pop("mem_open_request", None)  # from the Run page's "Open in the Memory explorer"
 if request and request.get("store"):
-    S["mem_dir"] = request["store"]
+    if is_store(request["store"]):
+        S["mem_dir"] = request["store"]
+    else:  # recorded elsewhere (a temporary store of the run that made an example): the trace still has it all
+        request["missing_store"] = Path(request["store"]).name
     S["mem_opened_retrieval"] = request
 default_dir, why_default = default_store()
 if "mem_dir" not in S:
@@ -60,6 +63,9 @@ if opened:
         st.caption("Exactly as the agent recorded it at that step (the trace keeps every candidate's scores, "
                    "so this works even when the store is gone). Move the weights to see how it would rank "
                    "with other weights.")
+        if opened.get("missing_store"):
+            st.caption(f"The run that recorded it kept its memory in a store (`{opened['missing_store']}`) that is "
+                       f"not on this machine, so the store shown below is another one: {why_default}.")
         result = parse_result(opened["result"])
         if result is not None:
             render_retrieval(result, key="mem_opened")

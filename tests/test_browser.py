@@ -337,3 +337,11 @@ def test_a_class_sees_settings_kept_pages_by_any_case_and_no_developer_tools(chr
                                  ".map(e => e.scrollWidth - e.clientWidth)")
         assert overflow and overflow[0] <= 2, overflow  # the aligned steps: A and B without a sideways scroll
         _docs_shot(page, "compare_page.png")
+        # the dark theme follows the system's (the app menu's Settings switch it too): the Run page on the example
+        page.emulate_media(color_scheme="dark")
+        page.goto(url)
+        page.get_by_text("Narration").first.wait_for(timeout=60_000)
+        wait_idle(page)
+        bg = page.evaluate("() => getComputedStyle(document.querySelector('[data-testid=stApp]')).backgroundColor")
+        assert bg == "rgb(14, 17, 23)", bg  # theme.dark's backgroundColor
+        _docs_shot(page, "run_page_dark.png")

@@ -91,6 +91,23 @@ def test_opened_from_the_run_page(monkeypatch, demo_dir):
     assert list(table["id"]) == result["top_ids"][: len(table)]
 
 
+def test_opened_from_a_run_whose_store_is_not_on_this_machine(monkeypatch, demo_dir):
+    """A shipped example recorded its store under /tmp on another machine: the retrieval opens from the trace,
+    the page says so in words, and no warning about a missing path greets the student."""
+    rec = [json.loads(x) for x in FIXTURE.read_text().splitlines() if '"T4"' in x][0]
+    result = next(r["result"] for r in rec["retrievals"] if r["trigger"] == "T4")
+    monkeypatch.setenv("SWIFTSAGE_MEMORY_DIR", demo_dir)
+    monkeypatch.setenv("SWIFTSAGE_RUNS_DIR", "/nonexistent-runs")
+    at = AppTest.from_file(PAGE, default_timeout=TIMEOUT)
+    at.session_state["mem_open_request"] = {"store": "/tmp/tmpgone123/memory", "result": result, "label": "T4"}
+    at.run()
+    assert not at.exception, at.exception
+    assert at.text_input(key="mem_dir").value == demo_dir  # the default store, not the missing path
+    assert not any("There is no memory store" in w.value for w in at.warning)
+    assert any("`memory`) that is not on this machine" in c.value for c in at.caption)
+    assert list(at.dataframe[0].value["id"]) == result["top_ids"][: len(at.dataframe[0].value)]
+
+
 def test_filters_query_chart_and_sliders_rerank(monkeypatch, demo_dir):
     at = _page(monkeypatch, demo_dir)
     total = _table(at, "mem_table").shape[0]

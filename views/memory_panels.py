@@ -12,6 +12,7 @@ from agent_core.trace import EpisodeHeader, MemoryRetrieval, MemoryWrite, StepRe
 from memory_store import TAG_COLORS
 from memory_store.charts import breakdown_figure
 from views.common import chip, clip, episode_mechanisms, esc, record_at
+from views.stores import short_path
 
 WHAT_AMM = ("What is this? Episodic memory (AMM): after every step the agent keeps only the *salient* ones "
             "(a reward, a success, an action the game rejected) as short records. When Swift proposes an invalid "
@@ -124,7 +125,10 @@ def render_memory(header: EpisodeHeader, records: list[StepRecord], t: int) -> N
     if start.get("error"):
         st.error(f"The memory store could not be opened, so this run went on without memory: {start['error']}")
     else:
-        st.caption(f"Store `{header.memory_store}`: {start.get('memories', '?')} memories when the episode started "
+        where = (f"Store `{short_path(header.memory_store)}`" if store_exists(header) else
+                 f"The run's store (`{Path(header.memory_store).name}`, not on this machine; every retrieval below "
+                 f"is read from the trace)")
+        st.caption(f"{where}: {start.get('memories', '?')} memories when the episode started "
                    f"({start.get('seeded_from', '')}); its clock continued from {start.get('clock', '?')}.")
     rec = record_at(records, t)
     if rec is None:
