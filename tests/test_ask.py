@@ -280,7 +280,13 @@ def test_a_phrasing_that_loses_or_adds_a_fact_is_not_shown():
 
     exact = RecordAnswer("step", "At step 4 I did 'move block to inclined plane a'. It earned +10 points (now 40).", [4])
     assert exact.keep() == ["+10", "4", "40", "move block to inclined plane a"]
-    assert RecordAnswer("gate1", "Gate-1 dropped nothing at step 2.").keep() == ["2"]  # not the 1 of Gate-1
+    assert RecordAnswer("gate1", "Gate-1 dropped nothing at step 2.").keep() == ["2", "nothing"]  # not Gate-1's 1
+    # a "never" answer keeps its negation and its room: "I was in the hallway" is not a phrasing of it
+    never = RecordAnswer("action", "I never went to the bathroom in this episode: the rooms I was in were hallway.",
+                         must=["bathroom"])
+    assert never.keep() == ["bathroom", "never"]
+    wrong = phrase_facts("q", never.text, never.keep(), [], lambda p: "I was in the hallway.", model="scripted")
+    assert wrong.text == never.text and "lost" in wrong.phrasing
 
     def phrase(said: str):
         return phrase_facts("q", exact.text, exact.keep(), ["m000003"], lambda p: said, model="scripted")

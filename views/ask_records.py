@@ -22,6 +22,7 @@ _WHY_DID = re.compile(r"^\s*(?:why|when)\s+did\s+(?:you|the agent|it)\s+(.+?)\s*
 _QUOTED = re.compile(r"'([^']+)'")
 _NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?")
 SYSTEMS = {"swift": "Swift", "sage": "Sage", "critic": "the Critic", "user": "you"}
+NEGATIONS = frozenset({"never", "not", "no", "none", "nothing", "without"})
 
 
 @dataclass
@@ -30,11 +31,15 @@ class RecordAnswer:
     text: str  # the answer in the records' own words
     steps: list[int] = field(default_factory=list)  # the steps it is about: their memories are cited
 
+    must: list[str] = field(default_factory=list)  # words a rephrasing must keep besides the quotes and numbers
+
     def keep(self) -> list[str]:
-        """What a rephrasing must keep: every quoted action and every number outside them (a step number, a
-        score; not the 1 of "Gate-1")."""
+        """What a rephrasing must keep: every quoted action, every number outside them (a step number, a score;
+        not the 1 of "Gate-1"), every negation ("I was in the hallway" for "I never went to the bathroom" says the
+        opposite of nothing) and the answer's own `must` words."""
         rest = re.sub(r"gate-1", " ", _QUOTED.sub(" ", self.text), flags=re.I)
-        return sorted(set(_QUOTED.findall(self.text)) | set(_NUMBER.findall(rest)))
+        negations = {w for w in re.findall(r"[a-z]+", rest.lower()) if w in NEGATIONS}
+        return sorted(set(_QUOTED.findall(self.text)) | set(_NUMBER.findall(rest)) | negations | set(self.must))
 
 
 def _q(text: str) -> str:
@@ -156,7 +161,7 @@ def _action(phrase: str, header: EpisodeHeader, records: list[StepRecord]) -> Re
                     if r.room and r.room not in rooms:
                         rooms.append(r.room)
                 where = f": the rooms I was in were {', '.join(rooms)}" if rooms else ""
-                return RecordAnswer("action", f"I never went to the {room} in this episode{where}.")
+                return RecordAnswer("action", f"I never went to the {room} in this episode{where}.", must=[room])
     if not hits:
         return None
     first = hits[0]
