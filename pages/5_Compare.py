@@ -131,8 +131,9 @@ st.dataframe(df.style.apply(_style, axis=1), hide_index=True, width="stretch", h
              column_config={"step": st.column_config.NumberColumn(width=55), "same": st.column_config.CheckboxColumn(
                  "same", help="Same action and observation", width=55),
                  "A who": small, "B who": small, "A score": small, "B score": small,
-                 "A action": st.column_config.TextColumn(width="large"),
-                 "B action": st.column_config.TextColumn(width="large")})
+                 # 280 px each: both actions fit beside each other in a laptop's main column (hover shows a long one)
+                 "A action": st.column_config.TextColumn(width=280),
+                 "B action": st.column_config.TextColumn(width=280)})
 st.caption("Red: the first step where the two differ; yellow: every later step that differs.")
 st.markdown("**What each mechanism did**")
 st.dataframe(pd.DataFrame(mechanism_table(a, b)), hide_index=True, width="stretch",

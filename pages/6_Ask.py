@@ -184,7 +184,7 @@ def render_answer(ans: Answer) -> None:
     bad = ans.unsupported()
     if bad:
         st.warning("Check this answer against its memories: " + "; ".join(
-            f"\"{clip(x.line, 90)}\" is {x.describe()}" for x in bad) + ".")
+            f"\"{clip(x.line, 90)}\": {x.describe()}" for x in bad) + ".")
     if ans.bad_citations:
         st.warning(f"The model cited memories that were not shown to it: {ans.bad_citations} (marked [?n]).")
     if ans.prompt:

@@ -294,13 +294,21 @@ def test_first_visit_tour_keys_and_ask_the_agent_in_chromium(chromium, tmp_path)
         ask.wait_for(timeout=90_000)
         wait_idle(page)
         ask.click()
-        # the retrieved memories (chart and table with the three scores) appear before the answer
-        page.get_by_test_id("stDataFrame").first.wait_for(timeout=120_000)
+        # the records answer this one exactly (the model only phrases it), citing step 10's memory
+        page.get_by_text("Exact: built from the step records", exact=False).first.wait_for(timeout=300_000)
+        wait_idle(page, 120)
+        # a question the records do not answer: the retrieved memories (chart and table with the three scores)
+        # appear before the model's answer
+        box = page.get_by_test_id("stChatInputTextArea")
+        box.fill("What do you know about friction?")
+        box.press("Enter")
+        page.get_by_text("Retrieved 5 of", exact=False).first.wait_for(timeout=120_000)
         page.get_by_text("Cites", exact=False).or_(page.get_by_text("cites no memory", exact=False)) \
             .first.wait_for(timeout=300_000)
         wait_idle(page, 120)
         body = page.get_by_test_id("stMainBlockContainer").inner_text()  # a page with a chat input has no stMain
         assert "Retrieved 5 of" in body and "Traceback" not in body and "could not answer" not in body
+        assert "Exact: built from the step records" in body  # the exact answer is still there, above
         _docs_shot(page, "ask_the_agent.png")
 
 
@@ -314,7 +322,7 @@ def test_a_class_sees_settings_kept_pages_by_any_case_and_no_developer_tools(chr
     with served_app(runs, ARTIFACTS / "streamlit_class.log") as url, chromium_page() as page:
         page.goto(url)
         open_live(page)
-        quick = page.get_by_label("Quick demo: Swift alone")
+        quick = page.get_by_role("switch", name="Quick demo: Swift alone")
         quick.check(force=True)
         wait_idle(page)
         assert quick.is_checked()
@@ -322,7 +330,7 @@ def test_a_class_sees_settings_kept_pages_by_any_case_and_no_developer_tools(chr
         page.get_by_text("Gold-path length per task").first.wait_for(timeout=60_000)
         page.get_by_test_id("stSidebarNav").get_by_text("Run", exact=True).click()
         page.get_by_role("button", name="Reset", exact=True).wait_for(timeout=60_000)
-        assert page.get_by_label("Quick demo: Swift alone").is_checked()  # kept across the page visit
+        assert page.get_by_role("switch", name="Quick demo: Swift alone").is_checked()  # kept across pages
         assert page.get_by_role("button", name="Deploy").count() == 0
         page.keyboard.press("c")
         page.wait_for_timeout(800)

@@ -179,7 +179,7 @@ def test_ask_page_in_share_mode_uses_the_operators_model_and_folders(monkeypatch
     (h,) = at.session_state["ask_history"]
     assert h["answer"] is None and h["retrieval"]["candidates"]
     # a question the records answer exactly is answered from them, still without the model
-    at.chat_input(key="ask_input").set_value("why did you focus on the block?").run()
+    at.chat_input(key="ask_input").set_value("Who acted at step 1 and why?").run()
     h = at.session_state["ask_history"][1]
     assert h["answer"]["grounding"] == "records" and h["answer"]["model"] == "" and not h["answer"]["raw"]
     assert operator.auth == [] and stranger.auth == []
