@@ -174,6 +174,8 @@ def test_pause_stops_a_slow_sage_call_in_chromium(chromium, tmp_path):
             page.get_by_text("Paused. The model call in progress was stopped").wait_for(timeout=30_000)
             stopped_s = time.monotonic() - t0
             page.get_by_text("Paused: the model call of step").first.wait_for(timeout=10_000)  # neutral, not red
+            page.get_by_text("Pause stopped Sage's").first.wait_for(timeout=10_000)
+            assert "failed at this step" not in _main_text(page)  # a pause is not shown as a failure
             wait_idle(page)
             body = _main_text(page)
             assert "Traceback" not in body and "Step failed" not in body
