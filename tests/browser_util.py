@@ -110,7 +110,8 @@ def unlock_live_run(page, url: str, passcode: str) -> None:
     pw = page.get_by_test_id("stTextInputField").and_(page.get_by_label("Teacher passcode"))
     pw.fill(passcode)
     click_button(page, "Unlock")  # a form: the passcode goes with the click
-    side.get_by_text("Live run", exact=True).click(timeout=60_000)
+    # the unlocked run draws "Live run"; under a loaded CI (two workers, JVMs, models) it once took over 60 s
+    side.get_by_text("Live run", exact=True).click(timeout=180_000)
     page.get_by_role("button", name="Reset", exact=True).wait_for(timeout=60_000)
 
 
