@@ -213,8 +213,8 @@ def sage_task_focus_sentence(rec: StepRecord) -> str | None:
     if not rec.sage_focus_unnamed:
         return None
     if rec.sage_focus_refused:
-        return (f"Sage chose a 'focus on' an object that is not a target of this task, so it was not played "
-                f"(a wrong focus ends the task).")
+        return ("Sage chose a 'focus on' an object that is not a target of this task, so it was not played "
+                "(a wrong focus ends the task).")
     if rec.system != "sage" or not is_focus(rec.action):
         return None  # the list was shorter, but it did not decide this step: the memory sentence may say more
     n = len(rec.sage_focus_unnamed)
