@@ -89,6 +89,18 @@ def _p50(xs: list[float]) -> str:
     return f"{1e3 * statistics.median(xs):.0f} ms" if xs else "n/a"
 
 
+def _timed(page, click, step: int, timeout_s: float = 60) -> tuple[float, float]:
+    """Seconds from `click()` until the page's header names `step`, and until Streamlit's run has ended."""
+    from tests.browser_util import wait_for_step, wait_idle
+
+    t0 = time.perf_counter()
+    click()
+    wait_for_step(page, step, timeout_s)
+    to_header = time.perf_counter() - t0
+    wait_idle(page, timeout_s)
+    return to_header, time.perf_counter() - t0
+
+
 def browser(args) -> None:
     """Click to header and click to settled in Chromium (see the module's docstring)."""
     import shutil
@@ -106,12 +118,9 @@ def browser(args) -> None:
         wait_for_step(page, 0, 180)
         wait_idle(page)
         for k in range(1, args.steps + 1):
-            t0 = time.perf_counter()
-            click_button(page, "Step")
-            wait_for_step(page, k, 60)
-            header.append(time.perf_counter() - t0)
-            wait_idle(page, 60)
-            settled.append(time.perf_counter() - t0)
+            to_header, to_settled = _timed(page, lambda: click_button(page, "Step"), k)
+            header.append(to_header)
+            settled.append(to_settled)
     print(f"{len(header)} Swift steps in Chromium: click to header p50 {_p50(header)} (max "
           f"{1e3 * max(header):.0f} ms), click to settled p50 {_p50(settled)}")
     if not args.long:
@@ -125,20 +134,13 @@ def browser(args) -> None:
             chromium_page() as page:
         page.goto(url)
         page.get_by_role("button", name="Reset", exact=True).wait_for(timeout=120_000)
-        t0 = time.perf_counter()
-        page.get_by_test_id("stSidebar").get_by_text("Recorded episode", exact=True).click()
-        wait_for_step(page, 0, 120)
-        opened = time.perf_counter() - t0
-        wait_idle(page, 120)
-        opened_settled = time.perf_counter() - t0
+        opened, opened_settled = _timed(
+            page, lambda: page.get_by_test_id("stSidebar").get_by_text("Recorded episode", exact=True).click(), 0, 120)
         moves, moves_settled = [], []
         for k in range(1, 11):
-            t0 = time.perf_counter()
-            page.get_by_role("button", name="Next ▶").click()
-            wait_for_step(page, k, 60)
-            moves.append(time.perf_counter() - t0)
-            wait_idle(page, 60)
-            moves_settled.append(time.perf_counter() - t0)
+            to_header, to_settled = _timed(page, lambda: page.get_by_role("button", name="Next ▶").click(), k)
+            moves.append(to_header)
+            moves_settled.append(to_settled)
     print(f"a {steps}-step trace: open to header {1e3 * opened:.0f} ms (settled {1e3 * opened_settled:.0f} ms); "
           f"Next to header p50 {_p50(moves)}, to settled p50 {_p50(moves_settled)}")
 
