@@ -47,6 +47,12 @@ def main() -> None:
     cfg.controller.sage_enabled = False
     swift = load_swift(cfg)
     env = ScienceWorld()
+    # the reference: the `scienceworld` package's own step on the same actions, in the same run (its own JVM env)
+    from scienceworld import ScienceWorldEnv
+
+    from agent_core.env import simplifications_for
+    raw = ScienceWorldEnv("", envStepLimit=10 ** 6)
+    raw_ms: list[float] = []
     fast_ms, plain_ms, same = [], [], {"action": 0, "top1": 0, "ranking": 0}
     parts: dict[str, list[float]] = {"whole step (ms)": [], "encoder (ms)": [], "beam search (ms)": [],
                                      "focus scoring (ms)": [], "input tokens": [], "valid actions": []}
@@ -55,7 +61,12 @@ def main() -> None:
         ep = read_episode(path)
         agent = Agent(cfg, swift, ScriptedBackend([]), env=env, runs_dir=Path(tempfile.mkdtemp(prefix="swiftdec_")))
         agent.start(ep.header.task, ep.header.variation, split=ep.header.split)
+        raw.load(ep.header.task, ep.header.variation, simplifications_for(ep.header.task))
+        raw.reset()
         for rec in ep.steps[:args.steps]:
+            t0 = time.perf_counter()
+            raw.step(rec.action)
+            raw_ms.append(1e3 * (time.perf_counter() - t0))
             state, valid = agent.state.swift_state, agent.env.valid_actions()
             if args.parts:
                 _time_parts(swift, state, valid, parts)
@@ -83,14 +94,18 @@ def main() -> None:
         print(f"{n} states, p50 of each part (one process, torch threads: SWIFT_THREADS or 1):")
         for k, v in parts.items():
             print(f"  {k}: {statistics.median(v):.0f}")
+        print(f"  raw scienceworld env.step (ms): {statistics.median(raw_ms):.0f}; whole Swift step / raw step: "
+              f"{statistics.median(parts['whole step (ms)']) / statistics.median(raw_ms):.2f}")
         return
     pf, pp = statistics.median(fast_ms), statistics.median(plain_ms)
+    pr = statistics.median(raw_ms)
+    print(f"raw scienceworld env.step p50 {pr:.0f} ms; fast / raw {pf / pr:.2f}")
     print(f"{n} states: fast p50 {pf:.0f} ms, plain p50 {pp:.0f} ms, ratio {pf / pp:.2f}; same best valid action {same['action']}/{n}, "
           f"same top-1 {same['top1']}/{n}, same valid ranking {same['ranking']}/{n}")
 
 
 def _time_parts(swift, state, valid, parts: dict[str, list[float]]) -> None:
-    from agent_core.controller import swift_input
+    from agent_core.swift.format import swift_input
 
     m = swift.model
     t0 = time.perf_counter()

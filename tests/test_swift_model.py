@@ -199,6 +199,32 @@ def test_the_fast_decoding_paths_choose_what_the_plain_ones_do(shipped, sw_env):
         assert prop.action in valid
 
 
+@pytest.mark.jvm
+@pytest.mark.model
+def test_lean_beam_search_matches_generate(sw_env):
+    """beam.py's loop replaces generate() on the fast path: on recorded states it must return the same hypotheses
+    with the same scores (the same modules on the same tensors), for the batched free + valid search and for the
+    prefix-constrained valid ranking alike."""
+    q = SwiftModel(DEFAULT_DIR, threads=1, quantize="int8")
+    for task in ("find-living-thing", "boil", "inclined-plane-friction-named-surfaces"):
+        valid, state = _first_state(sw_env, catalog().get(task))
+        for _ in range(3):
+            text = swift_input(state)
+            enc = q._encode(text)
+            lean = (q._free_and_valid(enc, valid, 5), q.rank_valid(text, valid, 5, enc=enc), q._beam(enc, 3))
+            q.lean_search = False
+            try:
+                gen = (q._free_and_valid(enc, valid, 5), q.rank_valid(text, valid, 5, enc=enc), q._beam(enc, 3))
+            finally:
+                q.lean_search = True
+            assert lean == gen
+            assert lean[0][1] and lean[1]
+            action = lean[0][1][0][0]  # Swift's best valid action: the next state is one Swift would reach
+            obs = sw_env.step(action)
+            state.observe(action, obs.text, obs.reward, obs.room, obs.score, obs.look, obs.inventory)
+            valid = sw_env.valid_actions()
+
+
 def test_pairs_have_the_spec_format():
     pairs = build_pairs("dev")
     assert pairs and all(p["input"].startswith("Task: ") and "; Visited rooms: {" in p["input"] for p in pairs[:100])

@@ -101,9 +101,10 @@ class _Trie:
 
 def shared_cross_cache(layers, h, rows: int):
     """A decoder cache for `rows` rows that all decode one encoding `h` (1 x L x d): the cross-attention keys and
-    values are projected once and expanded (a view, not a copy), and beam search's reordering leaves them alone
-    (every row holds the same ones). HF's default cache projects them for every beam and copies them at every
-    step of the search: most of a Swift step's decoding time on a long input."""
+    values are projected once and held as a batch view of that one copy (stride 0 over the rows), and beam
+    search's reordering leaves them alone (every row holds the same ones). HF's default cache projects them for
+    every beam and copies them at every step of the search; `shared_attention` then reads the one copy for every
+    row instead of attending over `rows` identical copies."""
     from transformers.cache_utils import DynamicCache, EncoderDecoderCache
 
     class _Shared(EncoderDecoderCache):
@@ -116,11 +117,40 @@ def shared_cross_cache(layers, h, rows: int):
         shape = (*h.shape[:-1], -1, ca.attention_head_size)
         k = ca.key(h).view(shape).transpose(1, 2)
         v = ca.value(h).view(shape).transpose(1, 2)
-        cross.update(k.expand(rows, -1, -1, -1), v.expand(rows, -1, -1, -1), li)
+        cross.update(k, v, li)
+        # update() concatenates, i.e. copies; keep the rows a view of the single projection
+        cross.layers[li].keys, cross.layers[li].values = k.expand(rows, -1, -1, -1), v.expand(rows, -1, -1, -1)
     cache = _Shared(DynamicCache(), cross)
     for li in range(len(layers)):
         cache.is_updated[li] = True
     return cache
+
+
+SHARED_ATTENTION = "swift_shared_kv"
+
+
+def shared_attention(module, query, key, value, attention_mask, **kwargs):
+    """Attention for rows that share their keys and values (the cross-attention of `shared_cross_cache`, stride 0
+    over the batch): the rows' queries are stacked into one query block against the single copy, the same sums in
+    one small product instead of `rows` large ones. Anything else (self-attention, a padded mask) goes to SDPA."""
+    import torch
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    if query.shape[0] > 1 and key.stride(0) == 0 and value.stride(0) == 0 and attention_mask is None:
+        b, heads, t, d = query.shape
+        q = query.transpose(0, 1).reshape(1, heads, b * t, d)
+        out = torch.nn.functional.scaled_dot_product_attention(q, key[:1], value[:1], scale=kwargs.get("scaling"))
+        return out.reshape(heads, b, t, d).permute(1, 2, 0, 3), None  # b x t x heads x d, as SDPA's wrapper returns
+    return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
+
+
+def use_shared_attention(decoder) -> None:
+    from transformers import AttentionInterface
+
+    AttentionInterface.register(SHARED_ATTENTION, shared_attention)
+    for mod in decoder.modules():  # the layers hold their own config objects
+        if getattr(mod, "config", None) is not None:
+            mod.config._attn_implementation = SHARED_ATTENTION
 
 
 class SwiftModel:
@@ -161,6 +191,10 @@ class SwiftModel:
         # the shared cross-attention cache and the batched searches (off: HF's own cache, two searches; the same
         # choices, slower; benchmarks/swift_decoding.py compares the two)
         self.fast_decoding = True
+        # the fast path's searches in beam.py's loop (the same results as generate(), without its per-step cost)
+        self.lean_search = True
+        if is_minilm(self.model):
+            use_shared_attention(self.model.decoder)
 
     def targets(self, actions: Sequence[str]) -> list[list[int]]:
         """target_ids of the actions (EOS-terminated, cut to max_output_tokens), tokenized once per action."""
@@ -198,6 +232,21 @@ class SwiftModel:
         if processor is not None:
             from transformers import LogitsProcessorList
             kwargs["logits_processor"] = LogitsProcessorList([processor])
+        if self.fast_decoding and is_minilm(self.model) and self.lean_search:
+            # the same search as generate() below, without its per-step machinery (beam.py)
+            from transformers import PrefixConstrainedLogitsProcessor
+
+            from .beam import beam_search
+
+            if prefix_fn is not None:  # what generate() builds from prefix_allowed_tokens_fn
+                processor = PrefixConstrainedLogitsProcessor(prefix_fn, beams)
+            with torch.inference_mode():
+                seqs, seq_scores = beam_search(self.model, h, beams, copies, self.max_output_tokens,
+                                               self.model.config.decoder_start_token_id, self.eos,
+                                               self.tokenizer.pad_token_id, processor)
+            keep = [c * beams + i for c in range(copies) for i in range(max(n, 1))]
+            texts = self.tokenizer.batch_decode(seqs[keep], skip_special_tokens=True)
+            return self._ranked(texts, seq_scores[keep].tolist(), copies)
         with torch.inference_mode():
             if self.fast_decoding and is_minilm(self.model):  # the shared cache is written for the BERT decoder
                 kwargs["past_key_values"] = shared_cross_cache(self.model.decoder.bert.encoder.layer, h, copies * beams)
@@ -211,7 +260,10 @@ class SwiftModel:
                                       prefix_allowed_tokens_fn=prefix_fn, length_penalty=1.0)
         texts = self.tokenizer.batch_decode(out.sequences, skip_special_tokens=True)
         seq_scores = getattr(out, "sequences_scores", None)
-        scores = seq_scores.tolist() if seq_scores is not None else [0.0] * len(texts)
+        return self._ranked(texts, seq_scores.tolist() if seq_scores is not None else [0.0] * len(texts), copies)
+
+    @staticmethod
+    def _ranked(texts: list[str], scores: list[float], copies: int) -> list[list[tuple[str, float]]]:
         per = len(texts) // copies
         results = []
         for c in range(copies):
