@@ -19,6 +19,13 @@ the top k is exactly the exhaustive top k. Otherwise A takes every memory whose 
 the k-th score (one numpy pass), or B fetches more neighbours; the worst case is a full numpy scan.
 The only approximation left is HNSW recall on large stores; stores of up to `exact_scan_max`
 memories are scored exhaustively. tests/test_memory_stream.py checks the equality on random stores.
+
+Reopening. Reading the mirror back from Chroma costs ~15 s at 100k memories (every row's metadata
+and embedding through SQLite). A local store therefore also keeps the mirror itself on disk
+(`mirror/`: numpy columns and the memory objects), written when a process that changed the store
+closes it, and valid only while `mirror/token` exists: every write to the collection removes the
+token first, so a store changed after its snapshot (or by a process that died) is read from Chroma
+as before. Chroma stays the store of record; the snapshot is a cache of what the first query needs.
 """
 from __future__ import annotations
 
@@ -27,7 +34,9 @@ import dataclasses
 import json
 import math
 import os
+import pickle
 import threading
+import uuid
 import time
 import weakref
 from dataclasses import dataclass, field
@@ -133,6 +142,9 @@ class _Mirror:
         self.tags, self.tasks, self.episodes = _Codes(), _Codes(), _Codes()
         self._alloc(1024)
 
+    COLUMNS = ("seq", "created", "last_access", "importance", "type_code", "tag_code", "task_code", "episode_code",
+               "emb")
+
     def _alloc(self, cap: int) -> None:
         def grow(a: np.ndarray | None, dtype: Any, shape: tuple[int, ...]) -> np.ndarray:
             out = np.zeros(shape, dtype=dtype)
@@ -177,7 +189,7 @@ def _flush_at_exit(ref: "weakref.ref[MemoryStream]") -> None:
     stream = ref()
     if stream is not None:
         try:
-            stream.flush()
+            stream.close()  # pending access times, and the snapshot if this process changed the store
         except Exception:  # interpreter shutdown: Chroma may already be gone
             pass
 
@@ -226,6 +238,7 @@ class MemoryStream:
         # a step that never reaches its trace leaves no access time behind (see rewind)
         self.hold_access = False
         self._reflection_retry_row = 0  # see mark_reflection_failed: no retry storm on a failing LLM
+        self._dirty = False  # this process changed the store since its snapshot (close() then writes one)
         self._load()
         ref = weakref.ref(self)
         atexit.register(_flush_at_exit, ref)
@@ -233,8 +246,13 @@ class MemoryStream:
     # ------------------------------------------------------------------ loading
 
     def _load(self) -> None:
-        mirror = _Mirror()
         total = self._collection.count()
+        snap = self._read_snapshot(total)
+        if snap is not None:
+            self._m, self.loaded_from = snap, "snapshot"
+            return
+        self.loaded_from = "chroma"
+        mirror = _Mirror()
         mems: list[Memory] = []
         embs: list[np.ndarray] = []
         page = max(1, min(self._max_batch, 5000))
@@ -249,6 +267,72 @@ class MemoryStream:
             allemb = np.concatenate(embs)[order]
             mirror.append([mems[i] for i in order], allemb)
         self._m = mirror
+
+    # ------------------------------------------------------------------ the mirror's snapshot (local stores)
+
+    SNAPSHOT_DIR = "mirror"
+
+    def _snapshot_dir(self) -> Path | None:
+        return None if self.remote else Path(self.path) / self.SNAPSHOT_DIR
+
+    def _changed(self) -> None:
+        """Called before every write to the collection: the snapshot on disk no longer describes the store."""
+        self._dirty = True
+        d = self._snapshot_dir()
+        if d is not None:
+            try:
+                (d / "token").unlink()
+            except FileNotFoundError:
+                pass
+
+    def _read_snapshot(self, total: int) -> "_Mirror | None":
+        d = self._snapshot_dir()
+        if d is None or not (d / "token").exists():
+            return None
+        try:
+            token = (d / "token").read_text()
+            with open(d / "objects.pkl", "rb") as fh:
+                obj = pickle.load(fh)
+            if obj.get("token") != token or obj.get("n") != total:
+                return None
+            cols = np.load(d / "columns.npz")
+            m = _Mirror()
+            n = int(obj["n"])
+            m._alloc(max(1024, n))
+            for name in _Mirror.COLUMNS:
+                getattr(m, name)[:n] = cols[name]
+            m.n = n
+            m.ids = [mem.id for mem in obj["memories"]]
+            m.row = {id_: i for i, id_ in enumerate(m.ids)}
+            m.memories = obj["memories"]
+            for attr in ("tags", "tasks", "episodes"):
+                codes = getattr(m, attr)
+                codes.names = list(obj[attr])
+                codes.code = {name: i for i, name in enumerate(codes.names)}
+            return m
+        except Exception:  # noqa: BLE001 - an unreadable snapshot is only a cache: read the store itself
+            return None
+
+    def save_snapshot(self) -> bool:
+        """Write the mirror next to a local store so the next open reads it instead of every Chroma row.
+        Pending access times are written first (the snapshot must not be ahead of the store). True if written."""
+        d = self._snapshot_dir()
+        if d is None:
+            return False
+        with self._lock:
+            self.flush()
+            m, n = self._m, self._m.n
+            d.mkdir(parents=True, exist_ok=True)
+            self._changed()
+            token = uuid.uuid4().hex
+            np.savez(d / "columns.npz", **{name: getattr(m, name)[:n] for name in _Mirror.COLUMNS})
+            with open(d / "objects.pkl", "wb") as fh:
+                pickle.dump({"token": token, "n": n, "memories": m.memories[:n], "tags": m.tags.names,
+                             "tasks": m.tasks.names, "episodes": m.episodes.names}, fh,
+                            protocol=pickle.HIGHEST_PROTOCOL)
+            (d / "token").write_text(token)  # last: a snapshot cut short has no token
+            self._dirty = False
+            return True
 
     @property
     def remote(self) -> bool:
@@ -384,6 +468,7 @@ class MemoryStream:
                                    evidence_ids=evidence, depth=int(depth), seq=seq, created_wall=wall,
                                    importance_error=err, importance_source=src,
                                    extra=dict(it.get("extra") or {})))
+            self._changed()
             for s in range(0, len(mems), self._max_batch):
                 chunk = mems[s: s + self._max_batch]
                 self._collection.add(ids=[m.id for m in chunk], documents=[m.description for m in chunk],
@@ -415,6 +500,7 @@ class MemoryStream:
             if not self._pending_access:
                 return
             ids = list(self._pending_access)
+            self._changed()
             for s in range(0, len(ids), self._max_batch):
                 chunk = ids[s: s + self._max_batch]
                 self._collection.update(ids=chunk, metadatas=[{"last_access": self._pending_access[i]}
@@ -423,7 +509,10 @@ class MemoryStream:
             self._retrievals_since_flush = 0
 
     def close(self) -> None:
+        """Write pending access times, and the mirror's snapshot when this process changed a local store."""
         self.flush()
+        if self._dirty:
+            self.save_snapshot()
 
     def delete(self, ids: Sequence[str]) -> int:
         """Remove these memories (unknown ids are ignored); returns how many were removed. Ids are positional
@@ -433,6 +522,7 @@ class MemoryStream:
             if not known:
                 return 0
             self.flush()
+            self._changed()
             for s in range(0, len(known), self._max_batch):
                 self._collection.delete(ids=known[s: s + self._max_batch])
             self._load()
@@ -461,6 +551,7 @@ class MemoryStream:
         """Delete every memory (the collection is recreated empty)."""
         with self._lock:
             self._pending_access.clear()
+            self._changed()
             self._client.delete_collection(self.config.collection)
             self._collection = self._client.get_or_create_collection(
                 name=self.config.collection, metadata={"hnsw:space": "cosine"}, embedding_function=None)

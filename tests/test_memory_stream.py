@@ -118,6 +118,47 @@ def test_persistence_across_a_process_restart(tmp_path):
     assert s.retrieve("q", now=42, k=1, query_embedding=emb[3]).top_ids == [new.id]
 
 
+def test_reopen_reads_the_snapshot_and_never_a_stale_one(tmp_path):
+    """A closed store reopens from its mirror snapshot with exactly what Chroma holds (memories, vectors, access
+    times, the same retrieval); a store written after its snapshot, or with a damaged one, is read from Chroma."""
+    path = tmp_path / "snap"
+    rng = np.random.default_rng(3)
+    emb = rng.normal(size=(40, 384)).astype(np.float32)
+    s = MemoryStream(MemoryConfig(), path=path)
+    s.add_many([dict(description=f"memory {i}", now=i, importance=1 + i % 10, type=("observation", "plan")[i % 2],
+                     task=f"t{i % 3}", tag=("", "success")[i % 2], episode=str(i % 4)) for i in range(40)], emb)
+    for t in range(3):
+        s.retrieve("", now=50 + t, k=3, query_embedding=emb[t])
+    s.close()
+    snap = MemoryStream(MemoryConfig(), path=path)
+    assert snap.loaded_from == "snapshot"
+    (path / "mirror" / "token").unlink()
+    ref = MemoryStream(MemoryConfig(), path=path)
+    assert ref.loaded_from == "chroma"
+    assert [m.to_dict() for m in snap.memories()] == [m.to_dict() for m in ref.memories()]
+    # a bulk write keeps the writer's own unit vectors in its mirror; Chroma may round one in its last bit
+    assert np.allclose(snap.embeddings(), ref.embeddings(), rtol=0, atol=1e-7)
+    for q in emb[:5]:
+        a = snap.retrieve("", now=60, k=5, query_embedding=q, types="plan", update_access=False)
+        b = ref.retrieve("", now=60, k=5, query_embedding=q, types="plan", update_access=False)
+        assert a.top_ids == b.top_ids
+        assert np.allclose([c.score for c in a.candidates], [c.score for c in b.candidates], rtol=0, atol=1e-6)
+    ref.close()  # nothing changed: no snapshot written, the token stays gone
+    assert not (path / "mirror" / "token").exists()
+    snap.add("written after the snapshot", now=70, importance=5, embedding=emb[0])
+    snap.close()
+    again = MemoryStream(MemoryConfig(), path=path)
+    assert again.loaded_from == "snapshot" and len(again) == 41
+    again.add("not closed", now=71, importance=5, embedding=emb[1])  # e.g. the process died here
+    late = MemoryStream(MemoryConfig(), path=path)
+    assert late.loaded_from == "chroma" and len(late) == 42 and late.recent(1)[0].description == "not closed"
+    late.add("closed", now=72, importance=5, embedding=emb[2])
+    late.close()
+    (path / "mirror" / "objects.pkl").write_bytes(b"not a pickle")
+    broken = MemoryStream(MemoryConfig(), path=path)
+    assert broken.loaded_from == "chroma" and len(broken) == 43
+
+
 def test_refresh_sees_another_writer(tmp_path):
     path = tmp_path / "shared"
     writer = MemoryStream(MemoryConfig(), path=path)
