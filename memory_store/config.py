@@ -56,6 +56,9 @@ class MemoryConfig:
     # Stores of at most this many memories are scored exhaustively in numpy: one contiguous product
     # over ~8k unit vectors costs less than one Chroma query (~1 ms vs ~3 ms on a 2-core machine).
     exact_scan_max: int = 8192
+    # list A and the recency / importance bounds from a recency order per importance value (recency_index.py) instead
+    # of passes over every memory; off: always the numpy passes (the same top-k, slower on large stores)
+    recency_index: bool = True
     max_recorded_candidates: int = 64  # candidates kept in a RetrievalResult (best first), bounds trace size
     # Retrievals between persisted last-access writes: a Chroma update costs ~10 ms, so they are
     # batched; pending ones are also written by add, flush(), close(), refresh() and at exit.

@@ -50,6 +50,7 @@ from memory_store import scoring
 from memory_store.scoring import dot_rows
 from memory_store.config import MemoryConfig
 from memory_store.embeddings import EMBEDDING_DIM, Embedder, get_embedder
+from memory_store.recency_index import RecencyIndex
 from memory_store.scoring import RetrievalResult, ScoredCandidate
 
 MEMORY_TYPES: tuple[str, ...] = ("observation", "reflection", "plan")
@@ -247,6 +248,7 @@ class MemoryStream:
 
     def _load(self) -> None:
         total = self._collection.count()
+        self._index = RecencyIndex()
         snap = self._read_snapshot(total)
         if snap is not None:
             self._m, self.loaded_from = snap, "snapshot"
@@ -545,6 +547,7 @@ class MemoryStream:
                 if row is not None:
                     self._m.last_access[row] = float(t)
                     self._pending_access[id_] = float(t)
+            self._index.set_back()  # an access time may have moved back: the recency order is rebuilt
             self.flush()
 
     def reset(self) -> None:
@@ -616,24 +619,33 @@ class MemoryStream:
         with self._lock:
             n = self._m.n
             mask = self._eligible(types, tags, task, episode, exclude_ids) if n else None
-            rows = np.arange(n) if mask is None else np.flatnonzero(mask)
-            result.eligible = int(rows.size)
-            if rows.size == 0 or k <= 0:
+            n_e = n if mask is None else int(np.count_nonzero(mask))
+            result.eligible = n_e
+            if n_e == 0 or k <= 0:
                 result.elapsed_ms = (time.perf_counter() - t0) * 1000
                 return result
             m = self._m
-            rec = scoring.recency(now, m.last_access[:n] if mask is None else m.last_access[rows], c.recency_decay)
-            imp = m.importance[:n] if mask is None else m.importance[rows]
-            bounds = {"recency": scoring.minmax_bounds(rec), "importance": scoring.minmax_bounds(imp)}
-            if exhaustive or n <= c.exact_scan_max:
-                sel, table, rounds = self._scan(rows, rec, imp, q, bounds, w, mask is None)
-                result.method = "exhaustive"
+            found = None
+            if not exhaustive and n > c.exact_scan_max and c.recency_index:
+                found = self._preselect_indexed(q, float(now), w, k, mask, n_e)
+            if found is not None:
+                sel, table, rounds = found
+                result.method = "indexed"
             else:
-                sel, table, rounds = self._preselect(rows, rec, imp, q, bounds, w, k, mask)
-                result.method = "preselect" if table is not None else "exhaustive"
-                if table is None:  # the bound never held cheaply: fall back to the full scan
-                    sel, table, rounds2 = self._scan(rows, rec, imp, q, bounds, w, mask is None)
-                    rounds += rounds2
+                rows = np.arange(n) if mask is None else np.flatnonzero(mask)
+                rec = scoring.recency(now, m.last_access[:n] if mask is None else m.last_access[rows],
+                                      c.recency_decay)
+                imp = m.importance[:n] if mask is None else m.importance[rows]
+                bounds = {"recency": scoring.minmax_bounds(rec), "importance": scoring.minmax_bounds(imp)}
+                if exhaustive or n <= c.exact_scan_max:
+                    sel, table, rounds = self._scan(rows, rec, imp, q, bounds, w, mask is None)
+                    result.method = "exhaustive"
+                else:
+                    sel, table, rounds = self._preselect(rows, rec, imp, q, bounds, w, k, mask)
+                    result.method = "preselect" if table is not None else "exhaustive"
+                    if table is None:  # the bound never held cheaply: fall back to the full scan
+                        sel, table, rounds2 = self._scan(rows, rec, imp, q, bounds, w, mask is None)
+                        rounds += rounds2
             result.rounds = rounds
             result.examined = int(sel.size)
             result.bounds = {kk: [float(a), float(b)] for kk, (a, b) in table.bounds.items()}
@@ -660,6 +672,7 @@ class MemoryStream:
     def _touch(self, rows: np.ndarray, now: float) -> None:
         m = self._m
         m.last_access[rows] = np.maximum(m.last_access[rows], now)
+        self._index.changed(rows)
         for r in rows:
             self._pending_access[m.ids[int(r)]] = float(m.last_access[r])
         self._retrievals_since_flush += 1
@@ -692,6 +705,50 @@ class MemoryStream:
         row = self._m.row
         rows = [row[i] for i in got["ids"][0] if i in row]
         return (rows if mask is None else [r for r in rows if mask[r]]), n_fetch >= total
+
+    def _preselect_indexed(self, q: np.ndarray, now: float, w: dict[str, float], k: int, mask: np.ndarray | None,
+                           n_e: int) -> tuple[np.ndarray, scoring.ScoreTable, int] | None:
+        """The threshold algorithm's first round with list A and the recency / importance bounds from the recency
+        index (recency_index.py) instead of passes over every memory. None when the index declines or the bound does
+        not hold in one round: the caller then runs `_preselect` (which can widen A and B)."""
+        c, m = self.config, self._m
+        n = m.n
+        heads = self._index.heads(m.last_access[:n], m.importance[:n], m.seq[:n], mask, max(c.candidate_pool, k))
+        if heads is None:
+            return None
+        decay = c.recency_decay
+        r_lo, r_hi = (float(x) for x in scoring.recency(now, np.array([heads.la_min, heads.la_max]), decay))
+        bounds = {"recency": (r_lo, r_hi), "importance": (heads.imp_min, heads.imp_max)}
+
+        def partial(rows: np.ndarray) -> np.ndarray:
+            return (w["recency"] * scoring.normalize(scoring.recency(now, m.last_access[rows], decay), r_lo, r_hi)
+                    + w["importance"] * scoring.normalize(m.importance[rows], heads.imp_min, heads.imp_max))
+
+        unseen_p = float(partial(heads.next_rows).max()) if heads.next_rows.size else -math.inf
+        thin = n / n_e
+        n_low = max(10, int(math.ceil(4 * thin)))
+        if n_low > c.max_knn_fetch and n_low < n:
+            return None
+        low_rows, _ = self._knn(-q, n_low, mask)
+        n_fetch = max(c.knn_fetch, int(math.ceil(max(c.candidate_pool, k) * thin * 1.25)))
+        if not low_rows or (n_fetch > c.max_knn_fetch and n_fetch < n):
+            return None
+        knn_rows, complete = self._knn(q, n_fetch, mask)
+        if not knn_rows:
+            return None
+        sel = np.union1d(heads.rows, np.asarray(knn_rows, dtype=np.int64))
+        rel = self._relevance(sel, q)
+        ends = self._relevance(np.asarray([knn_rows[0], knn_rows[-1], low_rows[0]]), q)
+        lo, hi = min(float(rel.min()), float(ends[2])), max(float(rel.max()), float(ends[0]))
+        table = scoring.score_with_bounds(scoring.recency(now, m.last_access[sel], decay), m.importance[sel], rel,
+                                          dict(bounds, relevance=(lo, hi)), w)
+        if sel.size >= n_e or complete:
+            return sel, table, 1
+        rel_part = w["relevance"] * float(scoring.normalize(ends[1], lo, hi))
+        kth = float(np.partition(table.score, sel.size - k)[sel.size - k]) if sel.size >= k else -math.inf
+        if kth > unseen_p + rel_part + 1e-9:
+            return sel, table, 1
+        return None
 
     def _preselect(self, rows: np.ndarray, rec: np.ndarray, imp: np.ndarray, q: np.ndarray,
                    bounds: dict[str, tuple[float, float]], w: dict[str, float], k: int,
