@@ -36,8 +36,8 @@ import math
 import os
 import pickle
 import threading
-import uuid
 import time
+import uuid
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -319,7 +319,7 @@ class MemoryStream:
         """Write the mirror next to a local store so the next open reads it instead of every Chroma row.
         Pending access times are written first (the snapshot must not be ahead of the store). True if written."""
         d = self._snapshot_dir()
-        if d is None:
+        if d is None or not (Path(self.path) / "chroma.sqlite3").exists():  # remote, or the store was removed
             return False
         with self._lock:
             self.flush()
