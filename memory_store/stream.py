@@ -249,6 +249,7 @@ class MemoryStream:
     def _load(self) -> None:
         total = self._collection.count()
         self._index = RecencyIndex()
+        self._inexact: list[tuple[int, int]] = []  # mirror rows whose vectors may differ from Chroma's in a last bit
         snap = self._read_snapshot(total)
         if snap is not None:
             self._m, self.loaded_from = snap, "snapshot"
@@ -324,6 +325,12 @@ class MemoryStream:
         with self._lock:
             self.flush()
             m, n = self._m, self._m.n
+            # the snapshot holds what a read of Chroma would give: bulk-written vectors are read back first
+            for a, b in self._inexact:
+                for s in range(a, b, self._max_batch):
+                    ids = m.ids[s: min(b, s + self._max_batch)]
+                    m.emb[s: s + len(ids)] = self._stored_embeddings(ids, m.emb[s: s + len(ids)])
+            self._inexact = []
             d.mkdir(parents=True, exist_ok=True)
             self._changed()
             token = uuid.uuid4().hex
@@ -478,6 +485,8 @@ class MemoryStream:
                                      embeddings=embeddings[s: s + len(chunk)])
             if len(mems) <= 32:  # the agent's writes: the mirror holds what a reopened store will read
                 embeddings = self._stored_embeddings([m.id for m in mems], embeddings)
+            else:  # bulk: Chroma's copy is read back only when a snapshot must match it (save_snapshot)
+                self._inexact.append((self._m.n, self._m.n + len(mems)))
             self._m.append(mems, embeddings)
             if not self.hold_access:
                 self.flush()  # a write anyway: persist pending last-access updates with it

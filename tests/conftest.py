@@ -50,6 +50,17 @@ def sw_env():
     env.close()
 
 
+@pytest.fixture(autouse=True)
+def _shared_env_defaults(request):
+    """An agent started on the shared env gives it its own step limit (Agent.start): put the defaults back after
+    every test that used it, so no later test plays under another test's limit (a gold replay ended at step 4)."""
+    yield
+    if "sw_env" in request.fixturenames:
+        from agent_core.config_sections import EnvConfig
+
+        request.getfixturevalue("sw_env").cfg = EnvConfig()
+
+
 # A small real evaluation (agent_core.evaluate), shared by the evaluation tests and the Evaluate / Compare page
 # tests: the real Swift, fresh ScienceWorld JVMs, the real embedded SmolLM2-135M as Sage and Critic.
 EVAL_ARGS = ["--tasks", "17", "0", "--variations", "2", "--presets", "baseline", "srm", "--max-steps", "10",
