@@ -59,6 +59,12 @@ class MemoryConfig:
     # list A and the recency / importance bounds from a recency order per importance value (recency_index.py) instead
     # of passes over every memory; off: always the numpy passes (the same top-k, slower on large stores)
     recency_index: bool = True
+    # its limits: more distinct importance values than this and the index declines (the passes run); rows used or
+    # written since the order was built are merged at query time until there are more than index_max_fresh (then
+    # the order is rebuilt); a walk that would visit more than index_walk_budget rows gives up for that query
+    index_max_groups: int = 16
+    index_max_fresh: int = 2048
+    index_walk_budget: int = 50_000
     max_recorded_candidates: int = 64  # candidates kept in a RetrievalResult (best first), bounds trace size
     # Retrievals between persisted last-access writes: a Chroma update costs ~10 ms, so they are
     # batched; pending ones are also written by add, flush(), close(), refresh() and at exit.

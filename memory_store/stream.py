@@ -248,7 +248,8 @@ class MemoryStream:
 
     def _load(self) -> None:
         total = self._collection.count()
-        self._index = RecencyIndex()
+        self._index = RecencyIndex(self.config.index_max_groups, self.config.index_max_fresh,
+                                   self.config.index_walk_budget)
         self._inexact: list[tuple[int, int]] = []  # mirror rows whose vectors may differ from Chroma's in a last bit
         snap = self._read_snapshot(total)
         if snap is not None:
@@ -715,6 +716,14 @@ class MemoryStream:
         rows = [row[i] for i in got["ids"][0] if i in row]
         return (rows if mask is None else [r for r in rows if mask[r]]), n_fetch >= total
 
+    def _first_fetch(self, total: int, n_e: int, k: int) -> tuple[int, int]:
+        """The first round's neighbour counts: -q's (its nearest is the least relevant eligible memory, the
+        relevance minimum) and q's (list B). A filter keeps ~1/thin of any neighbour list."""
+        c = self.config
+        thin = total / n_e
+        return (max(10, int(math.ceil(4 * thin))),
+                max(c.knn_fetch, int(math.ceil(max(c.candidate_pool, k) * thin * 1.25))))
+
     def _preselect_indexed(self, q: np.ndarray, now: float, w: dict[str, float], k: int, mask: np.ndarray | None,
                            n_e: int) -> tuple[np.ndarray, scoring.ScoreTable, int] | None:
         """The threshold algorithm's first round with list A and the recency / importance bounds from the recency
@@ -734,12 +743,10 @@ class MemoryStream:
                     + w["importance"] * scoring.normalize(m.importance[rows], heads.imp_min, heads.imp_max))
 
         unseen_p = float(partial(heads.next_rows).max()) if heads.next_rows.size else -math.inf
-        thin = n / n_e
-        n_low = max(10, int(math.ceil(4 * thin)))
+        n_low, n_fetch = self._first_fetch(n, n_e, k)
         if n_low > c.max_knn_fetch and n_low < n:
             return None
         low_rows, _ = self._knn(-q, n_low, mask)
-        n_fetch = max(c.knn_fetch, int(math.ceil(max(c.candidate_pool, k) * thin * 1.25)))
         if not low_rows or (n_fetch > c.max_knn_fetch and n_fetch < n):
             return None
         knn_rows, complete = self._knn(q, n_fetch, mask)
@@ -769,9 +776,7 @@ class MemoryStream:
         grow = max(2, c.candidate_pool_growth)
         partial = (w["recency"] * scoring.normalize(rec, *bounds["recency"])
                    + w["importance"] * scoring.normalize(imp, *bounds["importance"]))
-        thin = total / n_e  # a filter keeps ~1/thin of any neighbour list
-        # The least similar eligible memory (for the relevance minimum) is -q's nearest neighbour.
-        n_low = max(10, int(math.ceil(4 * thin)))
+        n_low, n_fetch = self._first_fetch(total, n_e, k)
         while True:
             if n_low > c.max_knn_fetch and n_low < total:
                 return rows, None, 0
@@ -779,7 +784,6 @@ class MemoryStream:
             if low_rows:
                 break
             n_low *= grow
-        n_fetch = max(c.knn_fetch, int(math.ceil(max(c.candidate_pool, k) * thin * 1.25)))
         # List A: the best memories by the partial score p. `unseen_p` bounds p outside A.
         pool_a = min(max(c.candidate_pool, k), n_e)
         a_local = np.argpartition(-partial, pool_a - 1)[:pool_a] if pool_a < n_e else np.arange(n_e)
