@@ -223,6 +223,31 @@ def test_recorded_episode_scrubs(monkeypatch, tmp_path):
 
 
 @pytest.mark.page
+def test_a_long_step_list_is_paged(monkeypatch, tmp_path):
+    """45 steps: the list draws one page of 20 expanders, newest first, and the selector turns the pages."""
+    runs = tmp_path / "runs"
+    _write_trace(runs / "ep-long.jsonl", 45)
+    at = _page(monkeypatch, runs)
+    at.radio(key="run_source").set_value("Recorded episode").run()
+    at.slider(key="run_rec_step").set_value(45).run()
+    assert not at.exception, at.exception
+
+    def listed() -> list[int]:
+        return [int(e.label.split("·")[0].split()[-1]) for e in at.expander if e.label.startswith("Step ")]
+
+    pages = at.selectbox(key="run_list_rec_page")
+    assert pages.options == ["steps 45-26", "steps 25-6", "steps 5-1"]
+    assert listed() == list(range(45, 25, -1))
+    pages.set_value(2).run()
+    assert not at.exception, at.exception
+    assert listed() == [5, 4, 3, 2, 1]
+    at.slider(key="run_rec_step").set_value(30).run()  # back at step 30: two pages, the third one gone
+    assert not at.exception, at.exception
+    assert at.selectbox(key="run_list_rec_page").options == ["steps 30-11", "steps 10-1"]
+    assert listed() in (list(range(30, 10, -1)), list(range(10, 0, -1)))
+
+
+@pytest.mark.page
 def test_live_settings_survive_a_trip_to_the_recorded_view(monkeypatch, tmp_path):
     monkeypatch.setenv("SWIFTSAGE_EXAMPLES_DIR", str(tmp_path / "no-examples"))
     at = _page(monkeypatch, tmp_path / "runs")

@@ -22,7 +22,7 @@ from views.memory_panels import render_memory, render_memory_detail
 from views.narration import narrate, narration_track
 from views.srm_panels import render_critic_raw, render_srm, render_srm_detail
 
-LIST_PAGE = 20  # steps shown in the step list before "show all"
+LIST_PAGE = 20  # steps per page of the step list (a 1,000-step episode is 50 pages, never 1,000 expanders)
 TRACK_WINDOW = 30  # narration lines shown on each side of the current step
 
 
@@ -382,15 +382,18 @@ def render_step_detail(header: EpisodeHeader, r: StepRecord) -> None:
 
 def render_step_list(header: EpisodeHeader, records: list[StepRecord], t: int, *, key: str,
                      lazy: bool = False) -> None:
-    """Steps 1..t, newest first, each in an expander."""
+    """Steps 1..t, newest first, each in an expander, LIST_PAGE a page (a selector picks the page)."""
     st.markdown("**Steps**")
     st.caption(WHAT["steps"])
     if t <= 0 or not records:
         st.caption("No steps yet.")
         return
     shown = list(reversed(records[:t]))
-    if len(shown) > LIST_PAGE and not st.toggle(f"Show all {len(shown)} steps", key=f"{key}_all"):
-        shown = shown[:LIST_PAGE]
+    pages = [shown[i:i + LIST_PAGE] for i in range(0, len(shown), LIST_PAGE)]
+    if len(pages) > 1:
+        page = st.selectbox(f"{len(shown)} steps, {LIST_PAGE} a page, newest first", range(len(pages)),
+                            format_func=lambda p: f"steps {pages[p][0].step}-{pages[p][-1].step}", key=f"{key}_page")
+        shown = pages[min(page or 0, len(pages) - 1)]
     for r in shown:
         if lazy:  # a step's detail is drawn only while its expander is open (a class of followers pays for none)
             box = st.expander(step_summary(r), expanded=False, key=f"{key}_x{r.step}", on_change="rerun")
