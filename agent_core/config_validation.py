@@ -23,6 +23,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "sage.grounding": ("numbered", "free"),
     "sage.choose_reply": ("number", "command"),
     "sage.pick": ("score", "generate"),
+    "sage.pick_rule": ("pmi", "mean"),
     "controller.critical_review": ("unsure", "always"),
     "controller.focus_review": ("choose", "replan"),
     "controller.invalid_rule": ("top1", "ranked"),

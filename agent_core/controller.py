@@ -43,6 +43,18 @@ from .srm.stagnation import detect
 from .trace import EnvEvent, EpisodeHeader, EpisodeSummary, StepRecord, SwiftCandidate, Trigger, TraceWriter
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def _project_relative(path: Path | str | None) -> str:
+    """A path for the record: relative to the project when inside it (a shipped example names no checkout)."""
+    if not path:
+        return ""
+    try:
+        return str(Path(path).resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
 RUNS_DIR = ROOT / "runs"
 
 
@@ -137,7 +149,7 @@ class Agent(Switching, BufferTurn, SageTurn, SwiftTurn, SRMHooks, Continuing):
                                config_hash=self.config_hash)
         if self.amm is not None:
             header.memory_at_start = self.amm.start_episode(run_id, info.name, obs.task_description, variation)
-            header.memory_store = str(self.amm.path or "")
+            header.memory_store = _project_relative(self.amm.path)
         self.writer = TraceWriter(self.runs_dir / f"{run_id}.jsonl", header)
         return header
 

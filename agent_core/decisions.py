@@ -115,13 +115,19 @@ class OptionScores(Decision):
     group: ClassVar[str] = "sage"
     purpose: str = "ground"  # ground (the pick after a plan) | focus_review | critic
     options: list[str] = field(default_factory=list)  # best first
-    scores: list[float] = field(default_factory=list)  # mean log-probability per token, same order
+    scores: list[float] = field(default_factory=list)  # what was compared, same order (see `rule`)
+    # mean: the mean log-probability per token; pmi: `reply` less `alone` (sage.pick_rule)
+    rule: str = "mean"
+    reply: list[float] = field(default_factory=list)  # pmi: summed log-probability as the reply here, same order
+    alone: list[float] = field(default_factory=list)  # pmi: the same as the reply to a prompt without the state
 
     def describe(self) -> str:
         what = {"focus_review": "the focus targets", "critic": "the Critic's actions"}.get(self.purpose, "the options")
         rows = ", ".join(f"'{o}' {s:.2f}" for o, s in zip(self.options[:4], self.scores[:4]))
         more = f" and {len(self.options) - 4} more" if len(self.options) > 4 else ""
-        return f"Sage scored {what} by the model's log-probability per token: {rows}{more}"
+        how = ("by what the plan and the state add to each option's log-probability" if self.rule == "pmi" else
+               "by the model's log-probability per token")
+        return f"Sage scored {what} {how}: {rows}{more}"
 
 
 @_kind

@@ -25,7 +25,7 @@ from views.memory_charts import panel_projection, panel_recency_importance  # no
 from views.memory_explorer import (memory_frame, open_store, panel_query, panel_table, panel_trace,  # noqa: E402
                                    parse_result, render_retrieval)
 from views.reflection_tree import panel_tree  # noqa: E402
-from views.stores import default_store, is_store  # noqa: E402
+from views.stores import default_store, is_store, resolve_store  # noqa: E402
 
 S = st.session_state
 
@@ -43,8 +43,8 @@ st.caption("The agent's memory stream (Generative Agents): everything it observe
 
 request = S.pop("mem_open_request", None)  # from the Run page's "Open in the Memory explorer"
 if request and request.get("store"):
-    if is_store(request["store"]):
-        S["mem_dir"] = request["store"]
+    if is_store(resolve_store(request["store"])):
+        S["mem_dir"] = str(resolve_store(request["store"]))
     else:  # recorded elsewhere (a temporary store of the run that made an example): the trace still has it all
         request["missing_store"] = Path(request["store"]).name
     S["mem_opened_retrieval"] = request

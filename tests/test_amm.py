@@ -509,3 +509,31 @@ def test_warmup_cli_unknown_task_is_a_clear_error(tmp_path, capsys):
     assert warmup.main(["--store", str(tmp_path / "s"), "--tasks", "fly-to-the-moon"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error:") and "fly-to-the-moon" in err and "boil" in err  # names what exists
+
+
+def test_a_store_inside_the_project_is_recorded_relative_to_it(tmp_path):
+    """A shipped example must not name the recording checkout: a store inside the project is written relative to
+    it, one outside keeps its absolute path, and the pages resolve the relative one against the project."""
+    from agent_core.controller import ROOT, _project_relative
+    from views.memory_panels import store_exists
+    from agent_core.trace import EpisodeHeader
+    from views.stores import resolve_store, short_path
+
+    inside = ROOT / "runs" / "example-stores" / "t-v1-amm"
+    assert _project_relative(inside) == "runs/example-stores/t-v1-amm"
+    assert _project_relative(tmp_path / "s") == str(tmp_path / "s") and _project_relative(None) == ""
+    assert resolve_store("runs/example-stores/t-v1-amm") == inside
+    assert resolve_store(str(tmp_path)) == tmp_path
+    assert short_path(str(inside)) == "runs/example-stores/t-v1-amm"
+    store = ROOT / "runs" / f"test-store-{tmp_path.name}"
+    try:
+        store.mkdir(parents=True)
+        (store / "chroma.sqlite3").write_text("")
+        header = EpisodeHeader(task="boil", task_index=0, variation=1, split="test", task_description="", config={},
+                               models={})
+        header.memory_store = _project_relative(store)
+        assert not Path(header.memory_store).is_absolute() and store_exists(header)
+    finally:
+        import shutil
+
+        shutil.rmtree(store, ignore_errors=True)

@@ -218,7 +218,10 @@ KITCHEN_VALID = ["move metal pot to sink", "activate sink", "go to bathroom", "p
 
 
 def _plan_scorer(turn: str, option: str) -> float:
-    """A stand-in for a model: options sharing words with 'fill the pot with water at the sink' score higher."""
+    """A stand-in for a model: options sharing words with 'fill the pot with water at the sink' score higher (on the
+    prompt without the state, prompts/alone.txt, only the length counts)."""
+    if "Write one command" in turn:
+        return -0.01 * len(option)
     want = {"fill", "pot", "water", "sink"}
     words = set(option.replace("metal ", "").split())
     return len(want & words) - 0.01 * len(option)
@@ -248,6 +251,35 @@ def test_the_pick_is_the_best_scored_option_whatever_the_order():
     firsts = {tuple(gen.think(_ctx(v, v[:8])).actions) for v in
               (random.Random(s).sample(KITCHEN_VALID, len(KITCHEN_VALID)) for s in range(5))}
     assert len(firsts) > 1
+
+
+def test_the_pick_compares_what_the_plan_adds_not_how_easy_the_words_are():
+    """The mean log-probability favours a long option whose second half repeats its first (after "move inclined
+    plane with a platinum surface to inclined plane with a" the rest is nearly certain): on the recorded v1038 list
+    it beat the block move the plan named. `sage.pick_rule = pmi` subtracts each option's log-probability with no
+    task, state or plan, and the plan's option wins; the options alone are scored once per Sage."""
+    long_, block = ("move inclined plane with a platinum surface to inclined plane with a aluminum surface",
+                    "move block to inclined plane with a platinum surface")
+    table = {(True, long_): -1.2, (False, long_): -1.5, (True, block): -2.0, (False, block): -9.0,
+             (True, "go to hallway"): -3.0, (False, "go to hallway"): -6.0}
+
+    def scorer(turn: str, option: str) -> float:  # summed log-probabilities; the scripted backend counts 1 token
+        return table[("Write one command" not in turn, option)]
+
+    valid = [long_, block, "go to hallway"]
+    by_rule = {}
+    for rule in ("mean", "pmi"):
+        llm = ScriptedBackend(lambda t: PLAN, scorer=scorer)
+        sage = Sage(llm, dataclasses.replace(Sage(llm).cfg, pick_rule=rule))
+        res = sage.think(_ctx(valid, valid))
+        by_rule[rule] = res.actions[0]
+        assert res.score_rule == rule
+        if rule == "pmi":
+            assert res.scores[0] == (block, 7.0) and res.score_parts[block] == (-2.0, -9.0)
+            n_alone = sum("Write one command" in c for c in llm.calls)
+            sage.think(_ctx(valid, valid))  # the same options again: nothing is scored alone a second time
+            assert sum("Write one command" in c for c in llm.calls) == n_alone == 1
+    assert by_rule == {"mean": long_, "pmi": block}
 
 
 def test_a_backend_that_cannot_score_falls_back_to_generation_with_a_note():
@@ -296,3 +328,14 @@ def test_the_embedded_model_scores_the_same_whatever_the_order():
     alone = [llm.score(messages, [o]).mean[0] for o in options]
     assert max(abs(a - b) for a, b in zip(together.mean, alone)) < 0.05  # per token
     assert together.scored_tokens == sum(together.tokens) + len(options)  # each option, plus the prompt's last token
+    # the options alone (sage.pick_rule = pmi) are read in spare sequences beside the cached conversation: the
+    # next scoring of the conversation reads nothing again, and they score as a plain scoring of that prompt does
+    spare = llm.score_alone(sage.alone_template, options)
+    again = llm.score(messages, options)
+    assert again.prompt_tokens - again.cached_tokens <= 1
+    assert max(abs(a - b) for a, b in zip(again.logprobs, together.logprobs)) < 1e-3
+    direct = llm.score(sage.alone_template, options)
+    # (to llama.cpp's batch rounding: SmolLM2's Q4_1 weights differ by up to ~0.1 per token between batch shapes; an
+    # option that saw the conversation's cells, or another option's, would be off by whole nats)
+    assert all(abs(a - b) < 0.1 * n for a, b, n in zip(spare, direct.logprobs, direct.tokens)), (spare, direct.logprobs)
+    assert len(set(round(x, 3) for x in spare)) > 1  # a real model: the options differ in themselves

@@ -12,7 +12,7 @@ from agent_core.trace import EpisodeHeader, MemoryRetrieval, MemoryWrite, StepRe
 from memory_store import TAG_COLORS
 from memory_store.charts import breakdown_figure
 from views.common import chip, clip, episode_mechanisms, esc, record_at
-from views.stores import short_path
+from views.stores import resolve_store, short_path
 
 WHAT_AMM = ("What is this? Episodic memory (AMM): after every step the agent keeps only the *salient* ones "
             "(a reward, a success, an action the game rejected) as short records. When Swift proposes an invalid "
@@ -181,4 +181,4 @@ def render_memory_detail(header: EpisodeHeader, rec: StepRecord) -> None:
 
 
 def store_exists(header: EpisodeHeader) -> bool:
-    return bool(header.memory_store) and (Path(header.memory_store) / "chroma.sqlite3").exists()
+    return bool(header.memory_store) and (resolve_store(header.memory_store) / "chroma.sqlite3").exists()

@@ -348,11 +348,16 @@ def render_step_detail(header: EpisodeHeader, r: StepRecord) -> None:
                     "\n".join(f"- *{label}*: {text}" for label, text in rows))
     for d in r.decisions:
         if d.kind == "option_scores" and d.options:
+            pmi = getattr(d, "rule", "mean") == "pmi" and len(d.reply) == len(d.options)
             st.markdown(f"**Sage's options, scored** ({'focus review' if d.purpose == 'focus_review' else 'pick'}): "
-                        "the model's mean log-probability per token of each option as its reply; the best is played. "
-                        "The order they were offered in plays no part.")
-            st.dataframe([{"rank": i + 1, "option": o, "score": sc} for i, (o, sc) in enumerate(zip(d.options,
-                                                                                                     d.scores))],
+                        + ("how much more likely the model finds each option as its reply after its plan than as a "
+                           "command on its own (log-probability after the plan, less its log-probability with no "
+                           "task, state or plan); the best is played. " if pmi else
+                           "the model's mean log-probability per token of each option as its reply; the best is played. ")
+                        + "The order they were offered in plays no part.")
+            st.dataframe([{"rank": i + 1, "option": o, "score": sc,
+                           **({"after the plan": d.reply[i], "on its own": d.alone[i]} if pmi else {})}
+                          for i, (o, sc) in enumerate(zip(d.options, d.scores))],
                          hide_index=True, width="stretch", height=min(36 * (len(d.options) + 1) + 4, 300))
     render_memory_detail(header, r)
     if r.timings:

@@ -14,9 +14,15 @@ from views import share, sources
 ROOT = sources.ROOT
 
 
+def resolve_store(path: str | Path) -> Path:
+    """A store path as a trace records it: relative to the project when the run's store was inside it."""
+    p = Path(path)
+    return p if p.is_absolute() else ROOT / p
+
+
 def short_path(path: str) -> str:
     try:
-        return str(Path(path).resolve().relative_to(ROOT))
+        return str(resolve_store(path).resolve().relative_to(ROOT))
     except ValueError:
         return str(path)
 

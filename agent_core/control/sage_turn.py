@@ -71,7 +71,9 @@ class SageTurn:
         for p in res.problems:
             w.emit(SageProblem(text=p))
         if res.scores:
-            w.emit(OptionScores(purpose="ground", options=[o for o, _s in res.scores], scores=[s for _o, s in res.scores]))
+            parts = [res.score_parts.get(o) for o, _s in res.scores]
+            w.emit(OptionScores(purpose="ground", options=[o for o, _s in res.scores], scores=[s for _o, s in res.scores],
+                                rule=res.score_rule, reply=[p[0] for p in parts if p], alone=[p[1] for p in parts if p]))
         if res.options:
             for a in res.actions:
                 w.emit(SagePick(action=a, option=res.options.index(a) + 1 if a in res.options else None,

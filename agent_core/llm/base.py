@@ -130,6 +130,13 @@ class LLMBackend(ABC):
         read once). Backends that cannot raise ScoringUnsupported."""
         raise ScoringUnsupported(self.name, "this backend cannot score replies")
 
+    def score_alone(self, messages: str | Sequence[Message], continuations: Sequence[str], *,
+                    timeout: float | None = None) -> list[float]:
+        """Each continuation's summed log-probability as the reply to a short prompt that says nothing of the
+        state (how likely the text is in itself: Sage's pick subtracts it, `sage.pick_rule = pmi`). A backend with
+        a cache of the conversation overrides this so that the conversation stays cached."""
+        return self.score(messages, continuations, timeout=timeout).logprobs
+
     def generate(self, prompt: str) -> str:
         """Plain prompt -> text; the callable shape memory_store expects."""
         return self.chat(prompt).text

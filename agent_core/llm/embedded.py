@@ -369,6 +369,65 @@ class EmbeddedBackend(LLMBackend):
                            cached_tokens=common)
 
 
+    def score_alone(self, messages: str | Sequence[Message], continuations: Sequence[str], *,
+                    timeout: float | None = None) -> list[float]:
+        """`score` on a short prompt read in the spare sequences only: the prompt's tokens belong to every option's
+        sequence at once (positions 0..m-1, beside the conversation's own cells), each option follows in its own
+        sequence, and all of them are dropped afterwards, so the conversation cached in sequence 0 (the plan the
+        next call continues) is not read again."""
+        llm = self._load()
+        if int(llm.context_params.n_seq_max) <= 1:
+            return super().score_alone(messages, continuations, timeout=timeout)
+        if not _LOCK.acquire(timeout=self.queue_timeout):
+            raise LLMTimeoutError(self.name, f"{self.model} was busy for more than {self.queue_timeout:g} s")
+        try:
+            try:
+                self.last_threads = self.n_threads or auto_threads()
+                _set_threads(llm, self.last_threads)
+                prompt = self._prompt_tokens(llm, messages)
+                end = llm.tokenize("<|im_end|>".encode(), add_bos=False, special=True)
+                end = end if len(end) == 1 else [llm.token_eos()]
+                seqs = [[prompt[-1]] + llm.tokenize(t.encode("utf-8"), add_bos=False, special=False) + end
+                        for t in continuations]
+                shared, base, cap = prompt[:-1], len(prompt) - 1, int(llm.n_batch)
+                sums: list[float] = [0.0] * len(seqs)
+                chunks: list[list[int]] = [[]]
+                for k in sorted(range(len(seqs)), key=lambda j: seqs[j]):  # a fixed order: the same numbers
+                    if len(chunks[-1]) >= SEQUENCES - 1 or (len(shared) + sum(len(seqs[j]) for j in chunks[-1])
+                                                            + len(seqs[k]) > cap):
+                        chunks.append([])
+                    chunks[-1].append(k)
+                ctx, b = llm._ctx, llm._batch.batch  # noqa: SLF001
+                for chunk in (c for c in chunks if c):
+                    sids = list(range(1, len(chunk) + 1))
+                    n = 0
+                    for j, tok in enumerate(shared):
+                        b.token[n], b.pos[n], b.n_seq_id[n], b.logits[n] = tok, j, len(sids), False
+                        for i, sid in enumerate(sids):
+                            b.seq_id[n][i] = sid
+                        n += 1
+                    for sid, k in zip(sids, chunk):
+                        for j, tok in enumerate(seqs[k]):
+                            b.token[n], b.pos[n], b.n_seq_id[n], b.logits[n] = tok, base + j, 1, True
+                            b.seq_id[n][0] = sid
+                            n += 1
+                    b.n_tokens = n
+                    try:
+                        ctx.decode(llm._batch)  # noqa: SLF001
+                        lps = self._logprobs(llm, n - len(shared), llm.n_vocab(), [seqs[k][1:] for k in chunk])
+                    finally:
+                        for sid in sids:
+                            ctx.kv_cache_seq_rm(sid, 0, -1)
+                    for k, lp in zip(chunk, lps):
+                        sums[k] = sum(lp)
+                return sums
+            except LLMError:
+                raise
+            except Exception as e:  # noqa: BLE001 - a llama.cpp failure is a typed one
+                raise LLMError(self.name, f"{self.model}: {type(e).__name__}: {e}") from e
+        finally:
+            _LOCK.release()
+
     @staticmethod
     def _logprobs(llm, n_rows: int, n_vocab: int, wanted: list[list[int]]) -> list[list[float]]:
         """Log-probabilities of `wanted[k]` (the next tokens) under each group k of consecutive logits rows."""

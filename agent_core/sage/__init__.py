@@ -159,6 +159,9 @@ class SageResult:
     options: list[str] = field(default_factory=list)  # the numbered list offered (numbered grounding)
     picked_how: list[str] = field(default_factory=list)  # per action: number | echo | free | score (choices.py)
     scores: list[tuple[str, float]] = field(default_factory=list)  # sage.pick = score: every option, best first
+    score_rule: str = "mean"  # how `scores` were made (sage.pick_rule): mean | pmi
+    # pmi: each option's summed log-probability as the reply here, and as the reply to a prompt without the state
+    score_parts: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -221,6 +224,9 @@ class Sage:
         self.focus_template = load_prompt("focus")
         self.choose_score_template = load_prompt("choose_score_turn")
         self.focus_score_template = load_prompt("focus_score")
+        self.alone_template = load_prompt("alone").strip()
+        self._alone_cache: dict[str, float] = {}
+        self._parts: dict[str, tuple[float, float]] = {}
 
     def _call(self, purpose: str, prompt: str | list[Message], max_tokens: int,
               stop: list[str] | None = None) -> LLMCall:
@@ -255,20 +261,43 @@ class Sage:
         except Exception as e:  # noqa: BLE001 - e.g. a RuntimeError inside llama.cpp: recorded, Swift acts
             call.error = f"{type(e).__name__} in the {self.llm.name} backend: {e}"
             return call, []
-        ranked = sorted(zip(options, r.mean), key=lambda os: (-os[1], action_key(os[0])))
+        values = r.mean
+        self._parts = {}
+        if self.cfg.pick_rule == "pmi" and purpose == "ground":  # the focus review compares like with like
+            try:
+                alone = self._alone(options)
+            except LLMError as e:
+                call.error = f"scoring the options alone: {e}"
+                return call, []
+            except Exception as e:  # noqa: BLE001 - as above
+                call.error = f"scoring the options alone: {type(e).__name__} in the {self.llm.name} backend: {e}"
+                return call, []
+            values = [lp - a for lp, a in zip(r.logprobs, alone)]
+            self._parts = {o: (round(lp, 4), round(a, 4)) for o, lp, a in zip(options, r.logprobs, alone)}
+        ranked = sorted(zip(options, values), key=lambda os: (-os[1], action_key(os[0])))
         call.output = ranked[0][0] if ranked else ""
         call.prompt_tokens, call.completion_tokens, call.latency_s = r.prompt_tokens, r.scored_tokens, r.latency_s
         call.cached_tokens = r.cached_tokens
         call.cpu_threads = int(getattr(self.llm, "last_threads", 0) or 0)
         return call, [(o, round(s, 4)) for o, s in ranked]
 
-    @staticmethod
-    def _take_scores(res: SageResult, call: LLMCall, ranked: list[tuple[str, float]], t0: float) -> SageResult:
+    def _alone(self, options: Sequence[str]) -> list[float]:
+        """Each option's summed log-probability as the reply to prompts/alone.txt (no task, no state, no plan): how
+        likely its words are in themselves. Kept per option text for this Sage's life (the same prompt every time;
+        `go to hallway` is scored once per episode, not at every call)."""
+        todo = [o for o in dict.fromkeys(options) if o not in self._alone_cache]
+        if todo:
+            self._alone_cache.update(zip(todo, self.llm.score_alone(self.alone_template, todo)))
+        return [self._alone_cache[o] for o in options]
+
+    def _take_scores(self, res: SageResult, call: LLMCall, ranked: list[tuple[str, float]], t0: float) -> SageResult:
         """A scoring call's outcome into the result: its error, or every score and the best option as the pick."""
         res.llm_calls.append(call)
         if call.error:
             res.error = call.error
         else:
+            res.score_rule = "pmi" if self._parts else "mean"
+            res.score_parts = dict(self._parts)
             res.scores = ranked
             res.actions, res.picked_how = [ranked[0][0]], ["score"]
         res.seconds = time.perf_counter() - t0
