@@ -190,9 +190,17 @@ def unseen_words(action: str, look: str, inventory: str) -> list[str]:
     verb = verb_of(action)
     if not verb or verb in MOVE_VERBS or verb in ("look around", "inventory", "task", "reset task", "wait", "wait1"):
         return []
-    words = re.findall(r"[a-z0-9]+", argument_of(action))
+    arg = argument_of(action)
+    words = re.findall(r"[a-z0-9]+", arg)
     rooms = {w for r in ROOMS for w in r.split()}
     seen = set(re.findall(r"[a-z0-9]+", f"{look}\n{inventory}".lower()))
+    # the game names an object by where it is when two share a name ("move cloth sittable in inventory to hallway"
+    # for the mattress just picked up): in the inventory or in this room, it is in view under whatever name
+    here = re.search(r"this room is called the ([a-z ]+?)\.", look.lower())
+    places = ("inventory",) + ((here.group(1).strip(),) if here else ())
+    for part in re.split(r"\s+(?:to|into|onto|on|and|with)\s+", arg):
+        if any(part.endswith(f" in {p}") for p in places):
+            seen |= set(re.findall(r"[a-z0-9]+", part))
     return [w for w in dict.fromkeys(words) if w not in _RELATION_WORDS and w not in rooms and not w.isdigit()
             and w not in ALWAYS_PRESENT and w not in seen]
 

@@ -91,13 +91,13 @@ class SageConfig:
     # "generate" (Sage writes a number or a command: the earlier rule; the 1.5B model answered "11" to 58 of 91
     # lists). A backend that cannot score falls back to "generate", with a note
     pick: str = "score"
-    # what the pick by score compares: "pmi" (each option's summed log-probability as the reply after the plan, less
-    # its log-probability as the reply to a prompt without task, state or plan, prompts/alone.txt: what the context
-    # adds to the option, so a long option whose second half repeats its first is not favoured, as it is by the
-    # mean, where "move inclined plane with a platinum surface to inclined plane with a aluminum surface" won lists
-    # whose plan named the block) or "mean" (the mean log-probability per token). The focus review always uses the
-    # mean: its options are all `focus on ...` and "none of them yet"
-    pick_rule: str = "pmi"
+    # what the pick by score compares: "mean" (the mean log-probability per token of each option as the reply after
+    # the plan) or "pmi" (its summed log-probability there, less its log-probability as the reply to a prompt with no
+    # task, state or plan, prompts/alone.txt: what the context adds to the option). Both let "move inclined plane
+    # with a platinum surface to inclined plane with a aluminum surface" win a list whose plan named the block (the
+    # 1.5B model copies its plan's long phrases; pmi also rewards length, since words alone cost ~7 nats a token),
+    # so the mean stays (docs/BENCHMARKS_JOURNAL.md). The focus review always uses the mean
+    pick_rule: str = "mean"
     look_chars: int = 900  # the room description shown to Sage is clipped to this
     history_obs_chars: int = 160  # each past observation in Sage's prompts is clipped to this
     temperature: float = 0.0

@@ -180,7 +180,7 @@ class Agent(Switching, BufferTurn, SageTurn, SwiftTurn, SRMHooks, Continuing):
         if self.amm is not None:
             gen = lambda p: self.llm.chat(p, max_tokens=self.cfg.amm.reflection_max_tokens, temperature=0.0).text  # noqa: E731
             stats = EpisodeMemoryStats.from_records(self.records, self.writer.header.memory_at_start)
-            self.summary.memory = {**stats.to_dict(), "store": str(self.amm.path or ""),
+            self.summary.memory = {**stats.to_dict(), "store": _project_relative(self.amm.path),
                                    "reflection": self.amm.end_episode(len(self.records), gen,
                                                                       self.reflect_in_background,
                                                                       ended=reason not in ("stopped", "error"))}

@@ -131,7 +131,9 @@ def _step(question: str, header: EpisodeHeader, rec: StepRecord) -> RecordAnswer
     elif rec.system == "user":
         text = f"At step {rec.step} you typed the action: " + " ".join(narrate(rec, header))
     else:
-        text = f"At step {rec.step} {SYSTEMS.get(rec.system, rec.system)} acted: " + " ".join(narrate(rec, header))
+        # the action in full (the narration cuts a long one at a word): the answer must name what was played
+        text = (f"At step {rec.step} {SYSTEMS.get(rec.system, rec.system)} acted, playing '{rec.action}': "
+                + " ".join(narrate(rec, header)))
     return RecordAnswer("step", text, [rec.step])
 
 

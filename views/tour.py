@@ -12,8 +12,9 @@ import streamlit as st
 from agent_core.trace import StepRecord
 
 COOKIE = "swiftsage_tour"
-# the example the tour opens: +AMM on inclined-plane-friction-named-surfaces, 10 steps to 100, Swift's guesses
-# are searched in memory (T1) from step 5 and Sage takes over at step 10 with a memory-backed prompt (T4)
+# the example the tour opens: +AMM on inclined-plane-friction-named-surfaces (docs/RUN_PAGE.md): Swift sets up the
+# experiment, the stuck rule calls Sage at step 10 with memory's records (T4), and Sage's picks end at -100 at step
+# 14: a switch, a retrieval to open, and a plan and pick that disagree
 EXAMPLE = "inclined-plane-friction-named-surfaces-v1038-amm.jsonl"
 S = st.session_state
 
