@@ -183,7 +183,7 @@ ALWAYS_PRESENT = frozenset({"agent", "air", "inventory", "self", "anode", "catho
                             "object", "thing", "living", "non", "substance", "organism", "animal"})
 
 
-def unseen_words(action: str, look: str, inventory: str) -> list[str]:
+def unseen_words(action: str, look: str, inventory: str, located: bool = True) -> list[str]:
     """The words of the objects an action names that are in neither the room text (which lists what is in open
     containers), nor the inventory: ["metal", "pot"] for `pick up metal pot` when the pot is in a closed
     cupboard. Moves, meta commands, room names and numbers are never unseen."""
@@ -195,10 +195,12 @@ def unseen_words(action: str, look: str, inventory: str) -> list[str]:
     rooms = {w for r in ROOMS for w in r.split()}
     seen = set(re.findall(r"[a-z0-9]+", f"{look}\n{inventory}".lower()))
     # the game names an object by where it is when two share a name ("move cloth sittable in inventory to hallway"
-    # for the mattress just picked up): in the inventory or in this room, it is in view under whatever name
+    # for the mattress just picked up): in the inventory or in this room, it is in view under whatever name. Only
+    # for the game's own action names of this state (`located`): an action remembered from another episode says
+    # where its object was then
     here = re.search(r"this room is called the ([a-z ]+?)\.", look.lower())
     places = ("inventory",) + ((here.group(1).strip(),) if here else ())
-    for part in re.split(r"\s+(?:to|into|onto|on|and|with)\s+", arg):
+    for part in re.split(r"\s+(?:to|into|onto|on|and|with)\s+", arg) if located else ():
         if any(part.endswith(f" in {p}") for p in places):
             seen |= set(re.findall(r"[a-z0-9]+", part))
     return [w for w in dict.fromkeys(words) if w not in _RELATION_WORDS and w not in rooms and not w.isdigit()

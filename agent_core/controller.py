@@ -49,10 +49,12 @@ def _project_relative(path: Path | str | None) -> str:
     """A path for the record: relative to the project when inside it (a shipped example names no checkout)."""
     if not path:
         return ""
+    if "://" in str(path):  # a store on a Chroma server: its URL
+        return str(path)
     try:
         return str(Path(path).resolve().relative_to(ROOT))
     except ValueError:
-        return str(path)
+        return str(Path(path).resolve())
 
 
 RUNS_DIR = ROOT / "runs"

@@ -521,7 +521,8 @@ def test_a_store_inside_the_project_is_recorded_relative_to_it(tmp_path):
 
     inside = ROOT / "runs" / "example-stores" / "t-v1-amm"
     assert _project_relative(inside) == "runs/example-stores/t-v1-amm"
-    assert _project_relative(tmp_path / "s") == str(tmp_path / "s") and _project_relative(None) == ""
+    assert _project_relative(tmp_path / "s") == str((tmp_path / "s").resolve()) and _project_relative(None) == ""
+    assert _project_relative("http://127.0.0.1:8000/amm-agent") == "http://127.0.0.1:8000/amm-agent"  # a server store
     assert resolve_store("runs/example-stores/t-v1-amm") == inside
     assert resolve_store(str(tmp_path)) == tmp_path
     assert short_path(str(inside)) == "runs/example-stores/t-v1-amm"

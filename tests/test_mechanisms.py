@@ -45,6 +45,9 @@ def test_target_unseen_drops_what_is_in_a_closed_container():
     # mattress picked up is "cloth sittable in inventory"); elsewhere, or the other object of the action, is not
     bedroom = "This room is called the bedroom. In it, you see: a bed. On the bed is: a mattress. a desk."
     assert unseen_words("move cloth sittable in inventory to hallway", KITCHEN, "a mattress") == []
+    # an action remembered from another episode says where its object was then, not where it is now
+    assert unseen_words("move cloth sittable in inventory to hallway", KITCHEN, "a mattress", located=False) == \
+        ["cloth", "sittable"]
     assert unseen_words("move cloth sittable in inventory to desk", bedroom, "a mattress") == []
     assert unseen_words("move cloth sittable in bedroom to desk", bedroom, "") == []
     assert unseen_words("move cloth sittable in workshop to desk", bedroom, "") == ["cloth", "sittable"]

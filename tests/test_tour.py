@@ -64,13 +64,14 @@ def test_dismiss_hides_the_tour_and_a_link_skips_the_first_visit(monkeypatch, tm
 def test_play_steps_through_the_recorded_episode_and_stops_at_the_end(monkeypatch, tmp_path):
     at = _fresh(monkeypatch, tmp_path)
     at.selectbox(key="run_play_every").set_value(1.0).run()
-    at.slider(key="run_rec_step").set_value(7).run()
+    last = int(at.slider(key="run_rec_step").max)  # the example's last step
+    at.slider(key="run_rec_step").set_value(last - 3).run()
     assert at.button(key="run_rec_play").label == "▶ Play"
-    at.button(key="run_rec_play").click().run()  # plays 8, 9, 10 (one rerun a second) and stops at the last step
+    at.button(key="run_rec_play").click().run()  # plays the last 3 steps (one rerun a second) and stops at the last
     assert not at.exception, at.exception
-    assert at.slider(key="run_rec_step").value == 10 and at.session_state["run_playing"] is False
+    assert at.slider(key="run_rec_step").value == last and at.session_state["run_playing"] is False
     assert at.button(key="run_rec_play").label == "▶ Play"
-    at.slider(key="run_rec_step").set_value(9).run()
+    at.slider(key="run_rec_step").set_value(last - 1).run()
     at.button(key="run_rec_play").click().run()
     at.button(key="run_rec_prev").click().run()  # back one step by hand after playing
-    assert at.session_state["run_playing"] is False and at.slider(key="run_rec_step").value == 9
+    assert at.session_state["run_playing"] is False and at.slider(key="run_rec_step").value == last - 1

@@ -253,7 +253,7 @@ class EpisodicMemory:
                            self.query(room, inventory, history, swift_top1), WORKED, step)
         try:
             def in_view(extra: dict) -> bool:
-                return bool(extra.get("action")) and not unseen_words(extra["action"], look, inventory)
+                return bool(extra.get("action")) and not unseen_words(extra["action"], look, inventory, located=False)
             picked = self._picked(r, self.c.swift_max_records,
                                   keep=in_view if self.c.swift_memory_objects == "in_view" and (look or inventory) else None)
             if picked:

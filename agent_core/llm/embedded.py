@@ -356,6 +356,7 @@ class EmbeddedBackend(LLMBackend):
                                                      f"within {limit:g} s")
                 llm._ctx.kv_cache_seq_rm(-1, base, -1)  # noqa: SLF001 - the cache holds the prompt (less one token)
                 llm.n_tokens = base
+                llm._requires_eval = True  # noqa: SLF001 - the context's last logits are the options', not the prompt's
             except LLMError:
                 llm.n_tokens = 0  # the cache's state is unknown: the next call reads its prompt afresh
                 raise
@@ -392,6 +393,9 @@ class EmbeddedBackend(LLMBackend):
                 shared, base, cap = prompt[:-1], len(prompt) - 1, int(llm.n_batch)
                 sums: list[float] = [0.0] * len(seqs)
                 chunks: list[list[int]] = [[]]
+                if any(len(shared) + len(q) > cap for q in seqs):
+                    raise LLMError(self.name, f"{self.model}: a prompt of {len(prompt)} tokens and its longest option "
+                                              f"do not fit one {cap}-token batch")
                 for k in sorted(range(len(seqs)), key=lambda j: seqs[j]):  # a fixed order: the same numbers
                     if len(chunks[-1]) >= SEQUENCES - 1 or (len(shared) + sum(len(seqs[j]) for j in chunks[-1])
                                                             + len(seqs[k]) > cap):
@@ -420,6 +424,7 @@ class EmbeddedBackend(LLMBackend):
                             ctx.kv_cache_seq_rm(sid, 0, -1)
                     for k, lp in zip(chunk, lps):
                         sums[k] = sum(lp)
+                llm._requires_eval = True  # noqa: SLF001 - the context's last logits are the options', not the prompt's
                 return sums
             except LLMError:
                 raise
