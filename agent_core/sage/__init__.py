@@ -246,7 +246,8 @@ class Sage:
 
     def _score(self, purpose: str, prompt: str | list[Message], options: Sequence[str],
                ) -> tuple[LLMCall, list[tuple[str, float]] | None]:
-        """Every option's mean log-probability per token as the model's reply to `prompt`, best first (ties by the
+        """Every option's score as the model's reply to `prompt` (`sage.pick_rule`: the mean log-probability per token,
+        or, for the pick after a plan, pmi), best first (ties by the
         option's text, so the order they came in never matters). None: the backend cannot score (the caller
         generates instead); an LLM failure is in the call's `error`."""
         shown = prompt if isinstance(prompt, str) else prompt_text(prompt)
@@ -283,8 +284,8 @@ class Sage:
 
     def _alone(self, options: Sequence[str]) -> list[float]:
         """Each option's summed log-probability as the reply to prompts/alone.txt (no task, no state, no plan): how
-        likely its words are in themselves. Kept per option text for this Sage's life (the same prompt every time;
-        `go to hallway` is scored once per episode, not at every call)."""
+        likely its words are in themselves. Kept per option text for this Sage's life (the same prompt every time:
+        `go to hallway` is scored once, not at every call)."""
         todo = [o for o in dict.fromkeys(options) if o not in self._alone_cache]
         if todo:
             self._alone_cache.update(zip(todo, self.llm.score_alone(self.alone_template, todo)))
