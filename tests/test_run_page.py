@@ -199,13 +199,19 @@ def _write_trace(path: Path, n: int, truncate: bool = False, corrupt: bool = Fal
     return path
 
 
-@pytest.mark.page
-def test_recorded_episode_scrubs(monkeypatch, tmp_path):
+def _recorded(monkeypatch, tmp_path, name: str, n: int) -> AppTest:
+    """The Run page on a written n-step trace, opened as a recorded episode."""
     runs = tmp_path / "runs"
-    _write_trace(runs / "ep-good.jsonl", 4)
+    _write_trace(runs / name, n)
     at = _page(monkeypatch, runs)
     at.radio(key="run_source").set_value("Recorded episode").run()
     assert not at.exception, at.exception
+    return at
+
+
+@pytest.mark.page
+def test_recorded_episode_scrubs(monkeypatch, tmp_path):
+    at = _recorded(monkeypatch, tmp_path, "ep-good.jsonl", 4)
     assert at.selectbox(key="run_trace").value.endswith("ep-good.jsonl")
     assert _metric(at, "Step") == "0" and "You are in the hallway." in [t.value for t in at.text]
     at.slider(key="run_rec_step").set_value(3).run()
@@ -225,10 +231,7 @@ def test_recorded_episode_scrubs(monkeypatch, tmp_path):
 @pytest.mark.page
 def test_a_long_step_list_is_paged(monkeypatch, tmp_path):
     """45 steps: the list draws one page of 20 expanders, newest first, and the selector turns the pages."""
-    runs = tmp_path / "runs"
-    _write_trace(runs / "ep-long.jsonl", 45)
-    at = _page(monkeypatch, runs)
-    at.radio(key="run_source").set_value("Recorded episode").run()
+    at = _recorded(monkeypatch, tmp_path, "ep-long.jsonl", 45)
     at.slider(key="run_rec_step").set_value(45).run()
     assert not at.exception, at.exception
 

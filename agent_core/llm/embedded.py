@@ -323,11 +323,7 @@ class EmbeddedBackend(LLMBackend):
         t0 = time.perf_counter()
         try:
             try:
-                self.last_threads = self.n_threads or auto_threads()
-                _set_threads(llm, self.last_threads)
-                prefix = self._prompt_tokens(llm, messages)
-                end = llm.tokenize("<|im_end|>".encode(), add_bos=False, special=True)
-                end = end if len(end) == 1 else [llm.token_eos()]
+                prefix, seqs = self._option_tokens(llm, messages, continuations)
                 if len(prefix) + max((len(c) for c in continuations), default=0) + 64 > self.n_ctx:
                     raise LLMError(self.name, f"{self.model}: the prompt ({len(prefix)} tokens) and the options do not "
                                               f"fit the {self.n_ctx}-token context")
@@ -344,8 +340,6 @@ class EmbeddedBackend(LLMBackend):
                 llm.eval(prefix[common:-1])
                 base = len(prefix) - 1
                 n_vocab = llm.n_vocab()
-                seqs = [[prefix[-1]] + llm.tokenize(t.encode("utf-8"), add_bos=False, special=False) + end
-                        for t in continuations]
                 counts = [len(q) - 1 for q in seqs]
                 if int(llm.context_params.n_seq_max) > 1:
                     sums, scored = self._score_batched(llm, seqs, base, n_vocab)
@@ -370,6 +364,18 @@ class EmbeddedBackend(LLMBackend):
                            cached_tokens=common)
 
 
+    def _option_tokens(self, llm, messages: str | Sequence[Message],
+                       continuations: Sequence[str]) -> tuple[list[int], list[list[int]]]:
+        """Under the lock: this call's threads, the prompt's tokens, and each option as the prompt's last token (its
+        logits score the option's first token), the option's tokens and the end-of-turn token."""
+        self.last_threads = self.n_threads or auto_threads()
+        _set_threads(llm, self.last_threads)
+        prompt = self._prompt_tokens(llm, messages)
+        end = llm.tokenize("<|im_end|>".encode(), add_bos=False, special=True)
+        end = end if len(end) == 1 else [llm.token_eos()]
+        return prompt, [[prompt[-1]] + llm.tokenize(t.encode("utf-8"), add_bos=False, special=False) + end
+                        for t in continuations]
+
     def score_alone(self, messages: str | Sequence[Message], continuations: Sequence[str], *,
                     timeout: float | None = None) -> list[float]:
         """`score` on a short prompt read in the spare sequences only: the prompt's tokens belong to every option's
@@ -383,13 +389,7 @@ class EmbeddedBackend(LLMBackend):
             raise LLMTimeoutError(self.name, f"{self.model} was busy for more than {self.queue_timeout:g} s")
         try:
             try:
-                self.last_threads = self.n_threads or auto_threads()
-                _set_threads(llm, self.last_threads)
-                prompt = self._prompt_tokens(llm, messages)
-                end = llm.tokenize("<|im_end|>".encode(), add_bos=False, special=True)
-                end = end if len(end) == 1 else [llm.token_eos()]
-                seqs = [[prompt[-1]] + llm.tokenize(t.encode("utf-8"), add_bos=False, special=False) + end
-                        for t in continuations]
+                prompt, seqs = self._option_tokens(llm, messages, continuations)
                 shared, base, cap = prompt[:-1], len(prompt) - 1, int(llm.n_batch)
                 sums: list[float] = [0.0] * len(seqs)
                 chunks: list[list[int]] = [[]]
