@@ -47,6 +47,9 @@ class SwiftConfig:
     max_output_tokens: int = 32
     checkpoint_dir: str = "assets/swift"
     quantize: str = "int8"  # int8 dynamic quantization of the linear layers on a CPU ("none": float32)
+    # CPU threads a Swift call may use, at most (0: every core). Each call takes the cores free when it starts;
+    # Swift's numbers are the same on any number of threads, so this changes its speed, never its choices
+    threads: int = 0
     # candidates kept from the unconstrained search (its top-1 is Swift's guess and the `top1` invalid rule's
     # test). The search runs in one batch with the valid ranking, with num_candidates beams like it
     unconstrained_beams: int = 3

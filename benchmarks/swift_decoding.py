@@ -13,9 +13,14 @@ top-1 and on the whole valid ranking.
 
     .venv/bin/python benchmarks/swift_decoding.py --parts
 
---parts times the shipped path only, split into its parts at each state: the encoder, the batched beam search
-(unconstrained and valid ranking together), and the focus scoring (run in a step only when the best action is a
-`focus on`; timed here at every state), with the input length and the number of valid actions.
+--parts times the shipped path only, at each state:
+- a whole Swift step in two positions: right after the environment's step, as in an evaluation or an autoplay loop
+  (the JVM's compiler threads are still busy for ~10 ms after a step on a fresh JVM, so Swift finds one core
+  free), and after a 0.2 s pause, as after a Step click's page redraw (both cores free);
+- its parts on the cores a step takes: the encoder, the batched beam search (unconstrained and valid ranking
+  together), and the focus scoring (run in a step only when the best action is a `focus on`; timed here at every
+  state), with the input length, the number of valid actions and the threads used.
+Each state's valid actions are tokenized before the timings (a step mostly sees the actions of the step before).
 """
 from __future__ import annotations
 
@@ -54,8 +59,10 @@ def main() -> None:
     raw = ScienceWorldEnv("", envStepLimit=10 ** 6)
     raw_ms: list[float] = []
     fast_ms, plain_ms, same = [], [], {"action": 0, "top1": 0, "ranking": 0}
-    parts: dict[str, list[float]] = {"whole step (ms)": [], "encoder (ms)": [], "beam search (ms)": [],
-                                     "focus scoring (ms)": [], "input tokens": [], "valid actions": []}
+    parts: dict[str, list[float]] = {"whole step, in a loop (ms)": [], "threads (in a loop)": [],
+                                     "whole step, after a pause (ms)": [], "threads (after a pause)": [],
+                                     "encoder (ms)": [], "beam search (ms)": [], "focus scoring (ms)": [], "threads": [],
+                                     "input tokens": [], "valid actions": []}
     n = 0
     for path in list_traces(ROOT / "assets" / "episodes"):
         ep = read_episode(path)
@@ -69,6 +76,12 @@ def main() -> None:
             raw_ms.append(1e3 * (time.perf_counter() - t0))
             state, valid = agent.state.swift_state, agent.env.valid_actions()
             if args.parts:
+                swift.model.targets(valid)
+                t0 = time.perf_counter()
+                swift.propose(state, valid)  # right after a step of the JVMs
+                parts["whole step, in a loop (ms)"].append(1e3 * (time.perf_counter() - t0))
+                parts["threads (in a loop)"].append(swift.model.last_threads)
+                time.sleep(0.2)
                 _time_parts(swift, state, valid, parts)
                 obs = agent.env.step(rec.action)
                 state.observe(rec.action, obs.text, obs.reward, obs.room, obs.score, obs.look, obs.inventory)
@@ -90,12 +103,15 @@ def main() -> None:
             obs = agent.env.step(rec.action)
             state.observe(rec.action, obs.text, obs.reward, obs.room, obs.score, obs.look, obs.inventory)
     if args.parts:
-        n = len(parts["whole step (ms)"])
-        print(f"{n} states, p50 of each part (one process, torch threads: SWIFT_THREADS or 1):")
+        n = len(parts["encoder (ms)"])
+        print(f"{n} states, p50 of each part (one process; Swift's threads: the free cores, at most SWIFT_THREADS "
+              f"or every core):")
         for k, v in parts.items():
-            print(f"  {k}: {statistics.median(v):.0f}")
-        print(f"  raw scienceworld env.step (ms): {statistics.median(raw_ms):.0f}; whole Swift step / raw step: "
-              f"{statistics.median(parts['whole step (ms)']) / statistics.median(raw_ms):.2f}")
+            print(f"  {k}: {statistics.median(v):.0f}" + (f" (mean {statistics.mean(v):.2f})" if "threads" in k else ""))
+        raw_p50 = statistics.median(raw_ms)
+        print(f"  raw scienceworld env.step (ms): {raw_p50:.0f}; whole Swift step / raw step: "
+              f"{statistics.median(parts['whole step, in a loop (ms)']) / raw_p50:.2f} in a loop, "
+              f"{statistics.median(parts['whole step, after a pause (ms)']) / raw_p50:.2f} after a pause")
         return
     pf, pp = statistics.median(fast_ms), statistics.median(plain_ms)
     pr = statistics.median(raw_ms)
@@ -111,13 +127,16 @@ def _time_parts(swift, state, valid, parts: dict[str, list[float]]) -> None:
     t0 = time.perf_counter()
     swift.propose(state, valid)
     t1 = time.perf_counter()
-    enc = m._encode(swift_input(state, swift.k))
-    t2 = time.perf_counter()
-    m._free_and_valid(enc, valid, swift.n)
-    t3 = time.perf_counter()
-    m.focus_scores(valid, enc)
-    t4 = time.perf_counter()
-    for k, v in (("whole step (ms)", t1 - t0), ("encoder (ms)", t2 - t1), ("beam search (ms)", t3 - t2),
+    parts["threads (after a pause)"].append(m.last_threads)
+    with m._cores():  # the parts on the cores a whole step would take
+        enc = m._encode(swift_input(state, swift.k))
+        t2 = time.perf_counter()
+        m._free_and_valid(enc, valid, swift.n)
+        t3 = time.perf_counter()
+        m.focus_scores(valid, enc)
+        t4 = time.perf_counter()
+    parts["threads"].append(m.last_threads)
+    for k, v in (("whole step, after a pause (ms)", t1 - t0), ("encoder (ms)", t2 - t1), ("beam search (ms)", t3 - t2),
                  ("focus scoring (ms)", t4 - t3)):
         parts[k].append(1e3 * v)
     parts["input tokens"].append(int(enc["attention_mask"].sum()))

@@ -10,6 +10,7 @@ from agent_core.env import catalog
 from agent_core.swift.data import build_pairs, load_trajectories, trajectory_pairs
 from agent_core.swift.format import SwiftState, swift_input
 from agent_core.swift.model import DEFAULT_DIR, SwiftModel, build_t5, train_tokenizer
+from agent_core.swift.architectures import RowMajorLinear
 
 pytestmark = pytest.mark.xdist_group("test_swift_model")
 
@@ -84,9 +85,12 @@ def test_shipped_checkpoint_ranks_candidates_and_valid_actions(shipped, sw_env):
     assert len(set(top_valid)) == len(top_valid)
     # the per-step encoding is reused by both beam searches and must come back unchanged
     enc = shipped._encode(swift_input(state))
-    shipped.rank_valid("", valid, 5, enc=enc)
+    first = shipped.rank_valid("", valid, 5, enc=enc)
     assert enc["encoder_outputs"].last_hidden_state.shape[0] == 1
-    assert shipped.rank_valid("", valid, 5, enc=enc) == prop.valid_ranked
+    assert shipped.rank_valid("", valid, 5, enc=enc) == first
+    # the same ranking as propose's batched search (5 rows here, 10 there: the last bits of a score may differ)
+    assert [a for a, _ in first] == top_valid
+    assert all(abs(x - y) < 1e-5 for (_, x), (_, y) in zip(first, prop.valid_ranked))
 
 
 @pytest.mark.model
@@ -159,7 +163,8 @@ def test_int8_quantized_swift_decodes_valid_actions(sw_env):
     q = SwiftModel(DEFAULT_DIR, threads=1, quantize="int8")
     assert "int8" in q.name and "18.1M" in q.name
     assert any(type(m).__module__.startswith("torch.ao.nn.quantized") for m in q.model.encoder.modules())
-    assert isinstance(q.model.decoder.cls.predictions.decoder, torch.nn.Linear)  # the output layer stays float
+    out = q.model.decoder.cls.predictions.decoder
+    assert isinstance(out, RowMajorLinear) and out.weight_t.dtype == torch.float32  # the output layer stays float
     info = catalog().get("boil")
     valid, state = _first_state(sw_env, info)
     prop = q.propose(swift_input(state), valid, n=5)
@@ -223,6 +228,48 @@ def test_lean_beam_search_matches_generate(sw_env):
             obs = sw_env.step(action)
             state.observe(action, obs.text, obs.reward, obs.room, obs.score, obs.look, obs.inventory)
             valid = sw_env.valid_actions()
+
+
+@pytest.mark.jvm
+@pytest.mark.model
+def test_swift_gives_the_same_numbers_on_one_or_two_threads(sw_env, monkeypatch):
+    """Swift takes the cores that are free at each call, so its numbers must not depend on how many it got: every
+    score of a proposal (both searches and the focus scores) the same, bit for bit, on one thread and on two. Fails
+    with torch's own layout of the float output layer, whose product MKL splits differently on two threads."""
+    import agent_core.swift.model as swift_model
+
+    if swift_model.usable_cores() < 2:
+        pytest.skip("needs two cores")
+    monkeypatch.setattr(swift_model, "runnable_elsewhere", lambda: 0)  # an idle machine, whatever runs beside
+    q = SwiftModel(DEFAULT_DIR, threads=2, quantize="int8")
+    valid, state = _first_state(sw_env, catalog().get("find-living-thing"))
+    text = swift_input(state)
+    focus = [v for v in valid if v.startswith("focus on")]
+    assert len(focus) > 3
+
+    def numbers(threads: int):
+        q.threads = threads
+        prop = q.propose(text, valid, n=5)
+        assert q.last_threads == threads
+        scores = q.score_actions(focus, q._encode(text))
+        return {**prop.to_dict(), "latency_s": 0.0}, scores
+
+    assert numbers(2) == numbers(1)
+
+
+def test_a_swift_call_takes_the_free_cores(monkeypatch):
+    import agent_core.swift.model as swift_model
+
+    monkeypatch.setattr(swift_model, "usable_cores", lambda: 4)
+    for others, limit, spinning, want in ((0, 8, 0, 4), (0, 2, 0, 2), (1, 8, 0, 3), (3, 8, 0, 1), (9, 8, 0, 1),
+                                          (2, 8, 1, 3), (1, 8, 3, 4)):
+        monkeypatch.setattr(swift_model, "runnable_elsewhere", lambda n=others: n)
+        assert swift_model.free_cores(limit, spinning) == want, (others, limit, spinning)
+    monkeypatch.setattr(swift_model, "runnable_elsewhere", lambda: None)  # no /proc: one thread, the safe choice
+    assert swift_model.free_cores(8) == 1
+    monkeypatch.undo()
+    if Path("/proc/loadavg").exists():
+        assert isinstance(swift_model.runnable_elsewhere(), int)
 
 
 def test_pairs_have_the_spec_format():

@@ -117,7 +117,7 @@ def load_swift(cfg: Config) -> SwiftPolicy:
     from ..swift.model import SwiftModel, default_threads
 
     sc = cfg.swift
-    model = SwiftModel(ROOT / sc.checkpoint_dir / "model", threads=default_threads(),
+    model = SwiftModel(ROOT / sc.checkpoint_dir / "model", threads=sc.threads or default_threads(),
                        max_input_tokens=sc.max_input_tokens, max_output_tokens=sc.max_output_tokens,
                        quantize=sc.quantize, unconstrained_beams=sc.unconstrained_beams)
     return ModelSwift(model, sc.history_k, sc.num_candidates, focus_margin=sc.focus_margin,

@@ -3,6 +3,7 @@ backend and pulls episodes from a shared queue, so a long episode never holds up
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import queue
 from pathlib import Path
 from typing import Any, Callable
@@ -14,7 +15,6 @@ def _exit_with_parent(parent: int) -> None:
     """A worker whose evaluation process is gone (killed, or closed with its terminal) stops at once, its JVM with
     it: otherwise it would go on playing episodes nobody collects, on cores someone else needs. Seen: workers of a
     killed evaluation still running an hour later."""
-    import os
     import threading
     import time
 
@@ -37,6 +37,7 @@ def _worker(spec_json: dict[str, Any], out: str, keep_stores: bool, threads: int
     if parent is not None:
         _exit_with_parent(parent)
     torch.set_num_threads(threads)
+    os.environ["SWIFT_THREADS"] = str(threads)  # Swift's cap: this worker's share of the cores
     runner = EpisodeRunner(EvalSpec.from_json(spec_json), out, keep_stores)
     try:
         while True:
@@ -59,8 +60,6 @@ def run_local(spec: EvalSpec, out: Path, jobs: list[Job], workers: int, on_row: 
     if not jobs:
         return
     workers = max(1, min(workers, len(jobs)))
-    import os
-
     threads = threads or max(1, (os.cpu_count() or 1) // workers)
     ctx = mp.get_context("spawn")
     jq, rq = ctx.Queue(), ctx.Queue()

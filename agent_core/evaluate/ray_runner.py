@@ -7,6 +7,7 @@ workers; resume works per episode. Every node needs this project at the same pat
 (see docs/EVALUATION.md)."""
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 from typing import Any, Callable
@@ -25,6 +26,7 @@ def _actor_class(ray):
             from agent_core.evaluate.runner import EpisodeRunner
 
             torch.set_num_threads(threads)
+            os.environ["SWIFT_THREADS"] = str(threads)  # Swift's cap: this actor's share of the cores
             self.scratch = Path(tempfile.mkdtemp(prefix="swiftsage_ray_"))
             self.runner = EpisodeRunner(EvalSpec.from_json(spec_json), self.scratch)
 

@@ -16,47 +16,75 @@ import torch
 import torch.nn.functional as F
 
 
+def _direct(linear) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The op behind a linear layer, called without the module machinery (a step makes ~20 of these calls on
+    10 rows, where the per-call overhead is a good part of the cost): the same op on the same arguments, so the same
+    numbers. An int8 dynamic layer calls its quantized kernel as the module would; anything else is the module."""
+    packed = getattr(linear, "_packed_params", None)
+    if packed is not None and packed.dtype == torch.qint8 and getattr(linear, "version", 4) >= 4:
+        params, op = packed._packed_params, torch.ops.quantized.linear_dynamic
+        return lambda x: op(x, params, reduce_range=True)
+    return linear
+
+
+def _norm(ln) -> Callable[[torch.Tensor], torch.Tensor]:
+    shape, w, b, eps = ln.normalized_shape, ln.weight, ln.bias, ln.eps
+    return lambda x: F.layer_norm(x, shape, w, b, eps)
+
+
 class LeanDecoder:
     """One decoding step of a BertLMHeadModel decoder for `rows` rows that all read one encoding: self-attention
     with its own key/value cache, cross-attention against the single projected copy of the encoder's keys and values
-    (every row's query in one block), the feed-forward, and the LM head."""
+    (every row's query in one block), the feed-forward, and the LM head. It runs the layers' own weights through
+    the ops their modules would call, in the modules' order (BertEmbeddings, BertSelfOutput, BertIntermediate,
+    BertOutput; dropout is off in eval), so the logits are the modules' logits bit for bit
+    (`test_lean_beam_search_matches_generate`)."""
 
     def __init__(self, decoder, h: torch.Tensor, rows: int):
         self.dec, self.rows = decoder, rows
         self.layers = decoder.bert.encoder.layer
         self.cross = []
+        self.ops = []
         for layer in self.layers:
-            ca = layer.crossattention.self
+            sa, so, ca, co = (layer.attention.self, layer.attention.output, layer.crossattention.self,
+                              layer.crossattention.output)
             shape = (*h.shape[:-1], -1, ca.attention_head_size)
             self.cross.append((ca.key(h).view(shape).transpose(1, 2), ca.value(h).view(shape).transpose(1, 2)))
+            act = layer.intermediate.intermediate_act_fn
+            self.ops.append((_direct(sa.query), _direct(sa.key), _direct(sa.value), sa.num_attention_heads,
+                             sa.attention_head_size, sa.scaling, _direct(so.dense), _norm(so.LayerNorm),
+                             _direct(ca.query), ca.num_attention_heads, ca.attention_head_size, ca.scaling,
+                             _direct(co.dense), _norm(co.LayerNorm), _direct(layer.intermediate.dense),
+                             getattr(act, "act", act), _direct(layer.output.dense), _norm(layer.output.LayerNorm)))
+        emb = decoder.bert.embeddings
+        self.words, self.positions = emb.word_embeddings.weight, emb.position_embeddings.weight
+        self.token_type = emb.token_type_embeddings.weight[0]  # BertEmbeddings' default token type, 0
+        self.emb_norm = _norm(emb.LayerNorm)
         self.keys: list[torch.Tensor | None] = [None] * len(self.layers)
         self.values: list[torch.Tensor | None] = [None] * len(self.layers)
         self.pos = 0
 
     def step(self, tokens: torch.Tensor) -> torch.Tensor:
         """Logits (rows x vocab) after feeding one token per row."""
-        x = self.dec.bert.embeddings(input_ids=tokens.view(-1, 1),
-                                     position_ids=torch.tensor([[self.pos]], dtype=torch.long))
+        e = self.words[tokens.view(-1)] + self.token_type
+        x = self.emb_norm(e + self.positions[self.pos]).unsqueeze(1)
         b = x.shape[0]
-        for li, layer in enumerate(self.layers):
-            sa = layer.attention.self
-            shape = (b, 1, -1, sa.attention_head_size)
-            q = sa.query(x).view(shape).transpose(1, 2)
-            k = sa.key(x).view(shape).transpose(1, 2)
-            v = sa.value(x).view(shape).transpose(1, 2)
+        for li, (q_, k_, v_, heads, d, scale, o_, o_norm, cq_, cheads, cd, cscale, co_, co_norm, inter_, act, out_,
+                 out_norm) in enumerate(self.ops):
+            q = q_(x).view(b, 1, heads, d).transpose(1, 2)
+            k = k_(x).view(b, 1, heads, d).transpose(1, 2)
+            v = v_(x).view(b, 1, heads, d).transpose(1, 2)
             if self.keys[li] is not None:
                 k, v = torch.cat([self.keys[li], k], dim=-2), torch.cat([self.values[li], v], dim=-2)
             self.keys[li], self.values[li] = k, v
-            ctx = F.scaled_dot_product_attention(q, k, v, scale=sa.scaling).transpose(1, 2).reshape(b, 1, -1)
-            att = layer.attention.output(ctx, x)
-            ca = layer.crossattention.self
-            heads, d = ca.num_attention_heads, ca.attention_head_size
-            cq = ca.query(att).view(b, 1, heads, d).transpose(1, 2).transpose(0, 1).reshape(1, heads, b, d)
+            ctx = F.scaled_dot_product_attention(q, k, v, scale=scale).transpose(1, 2).reshape(b, 1, -1)
+            att = o_norm(o_(ctx) + x)
+            cq = cq_(att).view(b, 1, cheads, cd).transpose(1, 2).transpose(0, 1).reshape(1, cheads, b, cd)
             ck, cv = self.cross[li]
-            cctx = F.scaled_dot_product_attention(cq, ck, cv, scale=ca.scaling)
-            cctx = cctx.reshape(heads, b, 1, d).permute(1, 2, 0, 3).reshape(b, 1, -1)
-            catt = layer.crossattention.output(cctx, att)
-            x = layer.output(layer.intermediate(catt), catt)
+            cctx = F.scaled_dot_product_attention(cq, ck, cv, scale=cscale)
+            cctx = cctx.reshape(cheads, b, 1, cd).permute(1, 2, 0, 3).reshape(b, 1, -1)
+            catt = co_norm(co_(cctx) + att)
+            x = out_norm(out_(act(inter_(catt))) + catt)
         self.pos += 1
         return self.dec.cls(x)[:, -1, :]
 

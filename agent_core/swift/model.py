@@ -18,7 +18,9 @@ Decoding gives three things per step (docs/AGENT.md §2 and the controller's nee
 - `propose`: all of it, plus timings, as one `SwiftProposal` record.
 
 On a CPU the model runs with int8 dynamic quantization of its linear layers (`quantize="int8"`): about 2.3x
-faster per step; docs/BENCHMARKS.md has its effect on the agent's score.
+faster per step; docs/BENCHMARKS.md has its effect on the agent's score. Every computation Swift makes gives the
+same numbers on any number of threads (the float layers are held row-major for that, `row_major_float_linears`),
+so each call takes the cores that are free when it starts (`free_cores`) without changing what Swift chooses.
 
 The tokenizers are in tokenizer.py, the architectures' builders, loading and quantization in architectures.py;
 every name stays importable from here.
@@ -29,8 +31,10 @@ import json
 import math
 import os
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from functools import wraps
 from typing import Sequence
 
 from ..actions import action_key, is_focus, never_a_focus_target  # noqa: F401 - action_key re-exported: the one normalisation
@@ -41,6 +45,7 @@ from .architectures import (  # noqa: F401 - re-exported
     is_minilm,
     load_seq2seq,
     quantize_int8,
+    row_major_float_linears,
 )
 from .tokenizer import (  # noqa: F401 - re-exported
     MINILM_SPECIALS,
@@ -153,10 +158,18 @@ def use_shared_attention(decoder) -> None:
             mod.config._attn_implementation = SHARED_ATTENTION
 
 
+def _on_free_cores(method):
+    @wraps(method)
+    def call(self, *args, **kwargs):
+        with self._cores():
+            return method(self, *args, **kwargs)
+    return call
+
+
 class SwiftModel:
     """Loads a trained checkpoint (model + tokenizer) and decodes ranked actions on the CPU."""
 
-    def __init__(self, path: str | Path = DEFAULT_DIR, device: str | None = None, threads: int | None = None,
+    def __init__(self, path: str | Path = DEFAULT_DIR, device: str | None = None, threads: int = 0,
                  max_input_tokens: int = 1024, max_output_tokens: int = 32, quantize: str = "none",
                  unconstrained_beams: int = 5):
         import torch
@@ -165,8 +178,10 @@ class SwiftModel:
         if not (path / "config.json").exists():
             raise FileNotFoundError(f"no Swift checkpoint at {path}; train one with "
                                     f"`python -m agent_core.swift.train` (see assets/swift/MODEL_CARD.md)")
-        if threads:
-            torch.set_num_threads(threads)
+        # threads: at most this many per call (0: every core); each call takes the free ones (`free_cores`)
+        self.threads = threads if threads > 0 else usable_cores()
+        self._depth = 0  # nested calls (propose -> focus_scores) keep the outer call's setting
+        self.last_threads, self._last_end = 1, 0.0  # what the last call used, and when it ended
         torch.set_flush_denormal(True)
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.tokenizer, self.model = load_seq2seq(path, self.device)
@@ -176,6 +191,7 @@ class SwiftModel:
             quantize_int8(self.model)
         elif self.quantize != "none":
             raise ValueError(f"unknown quantize={quantize!r}: use 'int8' or 'none'")
+        row_major_float_linears(self.model)
         self.unconstrained_beams = unconstrained_beams
         self.eos = eos_id(self.tokenizer)
         self.path = path
@@ -195,6 +211,32 @@ class SwiftModel:
         self.lean_search = True
         if is_minilm(self.model):
             use_shared_attention(self.model.decoder)
+
+    @contextmanager
+    def _cores(self):
+        """Run a call on the cores free now (at most `threads`), then give torch its setting back."""
+        import torch
+
+        if self._depth:
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+            return
+        # torch's pool threads keep spinning for a few ms after a call: a call right after the last one would
+        # count its own spinning threads as other work
+        spinning = self.last_threads - 1 if time.perf_counter() - self._last_end < 0.01 else 0
+        before, n = torch.get_num_threads(), free_cores(self.threads, spinning)
+        if n != before:
+            torch.set_num_threads(n)
+        self._depth, self.last_threads = 1, n
+        try:
+            yield
+        finally:
+            self._depth, self._last_end = 0, time.perf_counter()
+            if n != before:
+                torch.set_num_threads(before)
 
     def targets(self, actions: Sequence[str]) -> list[list[int]]:
         """target_ids of the actions (EOS-terminated, cut to max_output_tokens), tokenized once per action."""
@@ -284,6 +326,7 @@ class SwiftModel:
             n = sum(math.prod(f.get_slice(k).get_shape()) for k in f.keys())
         return f"{n / 1e6:.1f}M"
 
+    @_on_free_cores
     def score_actions(self, actions: Sequence[str], enc) -> list[float]:
         """Full-sequence log-probability (sum over the action's tokens and EOS) of each action, in one batch.
         The decoder's cross-attention keys and values are computed once from the single encoding and shared
@@ -314,6 +357,7 @@ class SwiftModel:
             tok_lp = logp.gather(-1, labels.clamp(min=0).unsqueeze(-1)).squeeze(-1) * (labels >= 0)
         return [float(x) for x in tok_lp.sum(-1)]
 
+    @_on_free_cores
     def focus_scores(self, valid_actions: Sequence[str], enc) -> list[tuple[str, float]]:
         """Every valid `focus on` scored in full and turned into probabilities among the focus targets, best first:
         how sure the model is of *which* object, whatever the beam happened to keep."""
@@ -329,6 +373,7 @@ class SwiftModel:
         z = sum(ws)
         return sorted(((a, w / z) for a, w in zip(focus, ws)), key=lambda kv: -kv[1])
 
+    @_on_free_cores
     def candidates(self, text: str, n: int = 5) -> list[tuple[str, float]]:
         return self._beam(self._encode(text), n)
 
@@ -347,6 +392,7 @@ class SwiftModel:
         valid = {action_key(v): " ".join(v.split()) for v in valid_actions}
         return [(valid[action_key(a)], s) for a, s in ranked if action_key(a) in valid]
 
+    @_on_free_cores
     def rank_valid(self, text: str, valid_actions: Sequence[str], n: int = 5, enc=None) -> list[tuple[str, float]]:
         """Beam search restricted to the valid actions' prefix tree: the best valid actions under the model."""
         if not valid_actions:
@@ -367,15 +413,19 @@ class SwiftModel:
 
         class FirstFreeRestValid(LogitsProcessor):
             def __call__(self, input_ids, scores):
-                mask = torch.zeros_like(scores)
-                mask[beams:] = -math.inf  # rows of the second copy: only the valid actions' prefix tree
-                for row in range(beams, input_ids.shape[0]):
-                    mask[row, allowed(input_ids[row].tolist())] = 0
-                return scores + mask
+                # rows of the second copy: only the valid actions' prefix tree (the first copy's rows are left as
+                # they are, which adding a zero mask did)
+                rows = input_ids[beams:].tolist()
+                mask = torch.full((len(rows), scores.shape[1]), -math.inf)
+                for r, toks in enumerate(rows):
+                    mask[r, allowed(toks)] = 0
+                scores[beams:] += mask
+                return scores
 
         free, ranked = self._search(enc, n, copies=2, processor=FirstFreeRestValid())
         return free[:self.unconstrained_beams], self._as_valid(ranked, valid_actions)
 
+    @_on_free_cores
     def propose(self, text: str, valid_actions: Sequence[str] | None, n: int = 5) -> SwiftProposal:
         t0 = time.perf_counter()
         enc = self._encode(text)
@@ -399,6 +449,36 @@ class SwiftModel:
                              focus_margin=None if margin is None else round(margin, 4))
 
 
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def runnable_elsewhere() -> int | None:
+    """Threads the kernel has running or ready to run right now, other than the one asking (the fourth field of
+    /proc/loadavg, an instant count, not an average); None where there is no /proc."""
+    try:
+        with open("/proc/loadavg") as fh:
+            return max(0, int(fh.read().split()[3].split("/")[0]) - 1)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def free_cores(limit: int, own_spinning: int = 0) -> int:
+    """Threads for a Swift call that starts now: the cores nothing else is running on, at most `limit`, at least 1.
+    Two threads cut the encoder's time by a third on an idle machine, while a second thread on a core that is busy
+    (a llama.cpp call spinning on both cores, a second evaluation worker) makes every step wait for it, many times
+    slower; the instant count sees such work, which keeps running. `own_spinning`: this process's idle pool threads
+    still counted as running. Without /proc: one thread."""
+    others = runnable_elsewhere()
+    if others is None:
+        return 1
+    return max(1, min(limit, usable_cores() - max(0, others - own_spinning)))
+
+
 def default_threads() -> int:
-    # Inference of a small model is fastest on one thread here (less sync); training uses all cores.
-    return int(os.environ.get("SWIFT_THREADS", "1"))
+    """The most threads a Swift call may use: SWIFT_THREADS if set, else 0 (every core; each call takes the free
+    ones). An evaluation worker passes its share of the cores instead."""
+    return int(os.environ.get("SWIFT_THREADS", "0"))
