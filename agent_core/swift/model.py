@@ -30,11 +30,12 @@ from __future__ import annotations
 import json
 import math
 import os
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from functools import wraps
+from pathlib import Path
 from typing import Sequence
 
 from ..actions import action_key, is_focus, never_a_focus_target  # noqa: F401 - action_key re-exported: the one normalisation
@@ -180,7 +181,7 @@ class SwiftModel:
                                     f"`python -m agent_core.swift.train` (see assets/swift/MODEL_CARD.md)")
         # threads: at most this many per call (0: every core); each call takes the free ones (`free_cores`)
         self.threads = threads if threads > 0 else usable_cores()
-        self._depth = 0  # nested calls (propose -> focus_scores) keep the outer call's setting
+        self._local = threading.local()  # its depth: nested calls (propose -> focus_scores) keep the outer setting
         self.last_threads, self._last_end = 1, 0.0  # what the last call used, and when it ended
         torch.set_flush_denormal(True)
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -217,12 +218,13 @@ class SwiftModel:
         """Run a call on the cores free now (at most `threads`), then give torch its setting back."""
         import torch
 
-        if self._depth:
-            self._depth += 1
+        local = self._local  # per calling thread: one model serves every session of the app
+        if getattr(local, "depth", 0):
+            local.depth += 1
             try:
                 yield
             finally:
-                self._depth -= 1
+                local.depth -= 1
             return
         # torch's pool threads keep spinning for a few ms after a call: a call right after the last one would
         # count its own spinning threads as other work
@@ -230,11 +232,11 @@ class SwiftModel:
         before, n = torch.get_num_threads(), free_cores(self.threads, spinning)
         if n != before:
             torch.set_num_threads(n)
-        self._depth, self.last_threads = 1, n
+        local.depth, self.last_threads = 1, n
         try:
             yield
         finally:
-            self._depth, self._last_end = 0, time.perf_counter()
+            local.depth, self._last_end = 0, time.perf_counter()
             if n != before:
                 torch.set_num_threads(before)
 
