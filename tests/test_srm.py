@@ -104,6 +104,36 @@ def test_a_gold_path_raises_no_report(tmp_path, sw_env):
 
 # ------------------------------------------------------------------ Baseline vs +SRM on a looping Swift
 
+def _bouncer(state, valid):
+    """Swift bouncing between the kitchen and the hallway."""
+    return "go to hallway" if "go to hallway" in valid else "go to kitchen"
+
+
+@pytest.mark.jvm
+@pytest.mark.model
+def test_the_loop_guard_overrides_swift_only_where_no_model_can_choose(tmp_path, sw_env):
+    """With Sage on, a room bounce is left to the stuck trigger and the stagnation detector (a model chooses the way
+    out): no guard decision, Swift's own action is played. With srm.loop_guard_with_sage, as before, the guard
+    decides at the bounce; with Sage off (Swift alone under SRM) it always does."""
+    runs = {}
+    for name, overrides in (("sage", {}), ("with_sage", {"srm.loop_guard_with_sage": True}),
+                            ("alone", {"controller.sage_enabled": False})):
+        agent = _agent(tmp_path / name, sw_env, _bouncer, llm=_llm(ground="look around"), **overrides)
+        agent.start("boil", catalog().get("boil").test[0], split="test")
+        runs[name] = [agent.step() for _ in range(4)]
+        assert ("loop_guard" in read_episode(agent.trace_path).header.mechanisms) == (name != "sage")
+
+    def guarded(r):
+        return [d.detail for d in r.decisions if type(d).__name__ == "LoopGuard"]
+
+    assert runs["sage"][0].action.startswith("go to ")
+    assert not any(guarded(r) for r in runs["sage"])
+    assert runs["sage"][3].action == runs["sage"][1].action and runs["sage"][3].system == "swift"
+    for name in ("with_sage", "alone"):
+        assert [r.action for r in runs[name][:3]] == [r.action for r in runs["sage"][:3]]
+        assert "bouncing" in guarded(runs[name][3])[0]  # the scripted Swift ranks no other action: it is kept
+
+
 @pytest.mark.jvm
 @pytest.mark.model
 def test_a_looping_swift_behaves_differently_under_srm(tmp_path, sw_env):

@@ -31,7 +31,8 @@ class Parts:
                    stagnation=srm.enabled,
                    critic=Critic(llm, srm, temperature=cfg.sage.temperature)
                    if srm.enabled and srm.critic_enabled else None,
-                   loop_guard_streak=srm.loop_guard_streak if srm.enabled and srm.loop_guard else None,
+                   loop_guard_streak=srm.loop_guard_streak if srm.enabled and srm.loop_guard and (
+                       srm.loop_guard_with_sage or not cfg.controller.sage_enabled) else None,
                    swift_focus_check=cfg.swift.task_focus_check,
                    sage_focus_check=cfg.sage.task_focus_check,
                    amm=cfg.amm.enabled, amm_swift_injection=cfg.amm.enabled and cfg.amm.swift_injection)
