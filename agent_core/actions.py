@@ -9,6 +9,7 @@ valid ranking and training checks) goes through `action_key`; every parse of a v
 from __future__ import annotations
 
 import re
+from typing import Mapping, Sequence
 
 # ScienceWorld's action templates by their verb (`getPossibleActions()`), longest first so that
 # "look around" wins over "look", "wait1" over "wait".
@@ -205,6 +206,30 @@ def unseen_words(action: str, look: str, inventory: str, located: bool = True) -
             seen |= set(re.findall(r"[a-z0-9]+", part))
     return [w for w in dict.fromkeys(words) if w not in _RELATION_WORDS and w not in rooms and not w.isdigit()
             and w not in ALWAYS_PRESENT and w not in seen]
+
+
+def seen_by_another_name(action: str, missing: Sequence[str], look: str, inventory: str,
+                         names: Mapping[str, Sequence[str]]) -> list[str]:
+    """`missing` (from `unseen_words`) less the words of an object the action names by a name the room text does not
+    use, when the text shows the object under another of its names: the game's `cloth sittable` is the mattress the
+    room lists as "a mattress". `names`: the name an action uses -> every name of that object (the game's object
+    table, `ScienceWorld.object_names`). The other name must appear as an object in the text ("a mattress", "the
+    mattress"), not only as a word of another object's name ("a flower pot" does not show a metal pot's "pot")."""
+    if not missing:
+        return list(missing)
+    arg = " " + " ".join(re.findall(r"[a-z0-9]+", argument_of(action).lower())) + " "
+    text = f"{look}\n{inventory}".lower()
+    covered: set[str] = set()
+    for used, every in names.items():
+        used_words = " ".join(re.findall(r"[a-z0-9]+", used.lower()))
+        if not used_words or f" {used_words} " not in arg:
+            continue
+        for other in every:
+            other = " ".join(re.findall(r"[a-z0-9]+", other.lower()))
+            if other and other != used_words and re.search(rf"\b(?:a|an|the|some)\s+{re.escape(other)}\b", text):
+                covered |= set(used_words.split())
+                break
+    return [w for w in missing if w not in covered]
 
 
 def names_everything(proposed: str, candidate: str, context: str = "") -> bool:

@@ -76,6 +76,7 @@ class ScienceWorld:
         self.events: list[EnvEvent] = []  # restarts etc.; the controller copies them into step records
         self.last: Observation | None = None
         self._valid_cache: list[str] | None = None
+        self._names_cache: dict[str, list[str]] | None = None
         self._task_desc = ""
         self.restarts = 0
 
@@ -162,7 +163,7 @@ class ScienceWorld:
         moves = int(server.getNumMoves())
         look = server.freeActionLook()
         inv = server.freeActionInventory()
-        self._valid_cache = None
+        self._valid_cache = self._names_cache = None
         reward = score - self._last_score
         self._last_score = score
         step = len(self.actions) + (1 if count else 0)
@@ -194,6 +195,18 @@ class ScienceWorld:
         if self._valid_cache is None:
             self._valid_cache = self._with_restart(lambda: list(self._sw.server.getValidActionObjectCombinations()))
         return self._valid_cache
+
+    def object_names(self) -> dict[str, list[str]]:
+        """Every name the game gives each object in scope, by the name its actions use: `cloth sittable` ->
+        [sittable, cloth sittable, mattress] for the mattress the room text shows. Asked of the JVM on demand (Gate-1
+        asks only before dropping an action as naming an unseen object), cached until the next step."""
+        if self._names_cache is None:
+            def fetch() -> dict[str, list[str]]:
+                used = self._sw.get_possible_object_referent_LUT()  # object id -> the name its actions use
+                every = self._sw.get_all_object_ids_types_referents_LUTJSON()  # object id -> all its names
+                return {name: list(every.get(oid, {}).get("referents", [])) for oid, name in used.items()}
+            self._names_cache = self._with_restart(fetch)
+        return self._names_cache
 
     def valid_actions_with_templates(self) -> list[dict[str, Any]]:
         raw = self._with_restart(lambda: self._sw.server.getValidActionObjectCombinationsJSON())

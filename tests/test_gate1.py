@@ -178,3 +178,17 @@ def test_a_generic_focus_name_offered_by_the_game_is_visible(sw_env):
     obs, valid = _state(sw_env, "find-non-living-thing", ["teleport to living room"])
     assert "focus on object" in valid and "object" not in obs.look
     assert Gate1().check("focus on object", "swift", _ctx(obs, valid, focus_limit=1)).decision == "ACCEPT"
+
+
+@pytest.mark.jvm
+def test_an_object_the_room_shows_under_another_name_is_in_view(sw_env):
+    """The game's actions call the mattress on the bed `cloth sittable`, a name the room text never uses; its object
+    table gives both names, so Gate-1 lets `move bed to cloth sittable` through (the text alone drops it as unseen).
+    A lone `cloth sittable` was already let through as one of the game's generic names."""
+    obs, valid = _state(sw_env, "find-non-living-thing", ["teleport to bedroom"])
+    assert "move bed to cloth sittable" in valid and "a mattress" in obs.look and "sittable" not in obs.look
+    assert "mattress" in sw_env.object_names()["cloth sittable"]
+    by_text = Gate1().check("move bed to cloth sittable", "swift", _ctx(obs, valid))
+    assert (by_text.decision, by_text.reason) == ("DROP", "TARGET_NOT_VISIBLE")
+    named = Gate1().check("move bed to cloth sittable", "swift", _ctx(obs, valid, object_names=sw_env.object_names))
+    assert named.decision == "ACCEPT"

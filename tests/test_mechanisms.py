@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from agent_core.actions import unseen_words
+from agent_core.actions import seen_by_another_name, unseen_words
 from agent_core.config import AMMConfig, SRMConfig, apply_overrides, preset
 from agent_core.control.draft import StepDraft
 from agent_core.control.swift_turn import SwiftTurn
@@ -54,6 +54,20 @@ def test_target_unseen_drops_what_is_in_a_closed_container():
     assert unseen_words("move desk to metal pot in inventory", bedroom, "") == []
     assert unseen_words("move metal pot to desk in inventory", bedroom, "") == ["metal", "pot"]
     assert unseen_words("move object to stove", KITCHEN, "") == []  # the game's category name for a thing in scope
+    # an object the game names by another of its names (the game's object table): the mattress on the bed is the
+    # game's `cloth sittable`; a name that shows only inside another object's name ("a flower pot") does not count
+    names = {"cloth sittable": ["sittable", "cloth sittable", "mattress"], "metal pot": ["metal pot", "pot"],
+             "desk": ["desk"]}
+    missing = unseen_words("move cloth sittable to desk", bedroom, "")
+    assert missing == ["cloth", "sittable"] and seen_by_another_name("move cloth sittable to desk", missing, bedroom,
+                                                                     "", names) == []
+    potted = bedroom + " a flower pot."
+    missing = unseen_words("move metal pot to desk", potted, "")
+    assert missing == ["metal"] and seen_by_another_name("move metal pot to desk", missing, potted, "", names) == ["metal"]
+    sitting = GateContext(valid=["move bed to cloth sittable"], look=bedroom, object_names=lambda: names)
+    assert Gate1(SRMConfig()).check("move bed to cloth sittable", "swift", sitting).decision == "ACCEPT"
+    assert Gate1(SRMConfig()).check("move bed to cloth sittable", "swift", GateContext(
+        valid=["move bed to cloth sittable"], look=bedroom)).reason == "TARGET_NOT_VISIBLE"  # without the game's names
     ctx = GateContext(valid=VALID, look=KITCHEN, inventory="In your inventory, you see:\n\tan orange")
     d = Gate1(SRMConfig()).check("pick up metal pot", "swift", ctx)
     assert (d.decision, d.reason) == (DROP, "TARGET_NOT_VISIBLE") and "metal pot" in d.detail

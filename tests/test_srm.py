@@ -136,6 +136,19 @@ def test_the_loop_guard_overrides_swift_only_where_no_model_can_choose(tmp_path,
 
 @pytest.mark.jvm
 @pytest.mark.model
+def test_gate1_asks_the_game_for_an_objects_other_names(tmp_path, sw_env):
+    """In the agent, Gate-1's target-unseen check reads the game's object names: `move bed to cloth sittable` (the
+    mattress on the bed) is played, not dropped as naming an unseen object."""
+    agent = _agent(tmp_path, sw_env, ["teleport to bedroom", "move bed to cloth sittable"], llm=_llm(ground="look around"))
+    _start(agent, "find-non-living-thing")
+    first, second = agent.step(), agent.step()
+    assert first.room == "bedroom" and "a mattress" in first.look
+    assert [(g.decision, g.reason) for g in second.gate1 if g.source == "swift"][0] == ("ACCEPT", "VALID")
+    assert second.action == "move bed to cloth sittable" and second.system == "swift"
+
+
+@pytest.mark.jvm
+@pytest.mark.model
 def test_a_looping_swift_behaves_differently_under_srm(tmp_path, sw_env):
     loop = lambda s, v: "look at sink"  # noqa: E731 - Swift stuck on one action
     base = _agent(tmp_path, sw_env, loop, name="baseline")

@@ -26,7 +26,8 @@ class SRMHooks:
         live = self.cfg.srm.avoid_binds == "all" and step <= st.avoid_until
         return GateContext(valid=valid, look=ss.look, inventory=ss.inventory, focus_done=st.focus_done,
                            focus_limit=self._focus_limit, avoid=st.avoid if live else (), no_focus=live and bool(st.avoid),
-                           embedder=LazyEmbedder(lambda: self.embedder))
+                           embedder=LazyEmbedder(lambda: self.embedder),
+                           object_names=getattr(getattr(self, "env", None), "object_names", None))
 
     def _answer_menu(self, w: StepDraft) -> tuple[str, str]:
         """ScienceWorld asked which of several objects was meant: answer with a number, deliberately."""

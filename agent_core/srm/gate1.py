@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Mapping, Sequence
 
 from ..actions import (ARTICLES, MOVE_VERBS, action_key, argument_of, canonical, is_focus, normalize,
-                       names_everything, same_verb_class, self_referential, split_verb, strip_decorations,
-                       unseen_words, verb_of)
+                       names_everything, same_verb_class, seen_by_another_name, self_referential, split_verb,
+                       strip_decorations, unseen_words, verb_of)
 from ..config import SRMConfig
 from ..trace import Gate1Decision
 
@@ -75,6 +75,9 @@ class GateContext:
     avoid: Sequence[str] = ()  # a live stagnation report's actions to avoid (Swift and Sage)
     no_focus: bool = False  # a live stagnation report's constraint: no `focus on` now (Swift and Sage)
     embedder: object | None = None  # for REPAIR_NEAREST; None disables it
+    # the game's names of each object in scope (ScienceWorld.object_names), asked only before a TARGET_NOT_VISIBLE
+    # drop: an object the room text shows under another name is in view. None: the text's words alone
+    object_names: Callable[[], Mapping[str, Sequence[str]]] | None = None
     _by_key: dict[str, str] = field(default_factory=dict, repr=False)
     _by_norm: dict[str, str] = field(default_factory=dict, repr=False)
 
@@ -189,6 +192,8 @@ class Gate1:
         if self.cfg.gate1_target_unseen and (ctx.look or ctx.inventory) and not is_focus(result):
             # judged on the admitted action (a typo repaired first); a focus has its own check above
             missing = unseen_words(result, ctx.look, ctx.inventory)
+            if missing and ctx.object_names is not None:
+                missing = seen_by_another_name(result, missing, ctx.look, ctx.inventory, ctx.object_names())
             if missing and not (argument_of(result) in GENERIC_REFERENTS):
                 return out(DROP, "TARGET_NOT_VISIBLE", detail=f"'{result}' names {' '.join(missing)!r}, which is not "
                                                               f"in the room, the inventory or an open container")
