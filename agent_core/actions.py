@@ -9,6 +9,7 @@ valid ranking and training checks) goes through `action_key`; every parse of a v
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Mapping, Sequence
 
 # ScienceWorld's action templates by their verb (`getPossibleActions()`), longest first so that
@@ -214,19 +215,26 @@ def seen_by_another_name(action: str, missing: Sequence[str], look: str, invento
     use, when the text shows the object under another of its names: the game's `cloth sittable` is the mattress the
     room lists as "a mattress". `names`: the name an action uses -> every name of that object (the game's object
     table, `ScienceWorld.object_names`). The other name must appear as an object in the text ("a mattress", "the
-    mattress"), not only as a word of another object's name ("a flower pot" does not show a metal pot's "pot")."""
+    mattress"), not only as a word of another object's name ("a flower pot" does not show a metal pot's "pot"), and
+    must be that object's alone: "substance", the game's name for milk in a closed fridge and for the air every room
+    shows, shows neither."""
     if not missing:
         return list(missing)
-    arg = " " + " ".join(re.findall(r"[a-z0-9]+", argument_of(action).lower())) + " "
+    def words(name: str) -> str:
+        return " ".join(re.findall(r"[a-z0-9]+", name.lower()))
+    # a name several objects share says nothing about which one is in view: the game calls every substance
+    # "substance" (and the room text always shows "a substance called air"), many things "container", "plant"
+    owners = Counter(n for every in names.values() for n in {words(x) for x in every})
+    arg = " " + words(argument_of(action)) + " "
     text = f"{look}\n{inventory}".lower()
     covered: set[str] = set()
     for used, every in names.items():
-        used_words = " ".join(re.findall(r"[a-z0-9]+", used.lower()))
+        used_words = words(used)
         if not used_words or f" {used_words} " not in arg:
             continue
-        for other in every:
-            other = " ".join(re.findall(r"[a-z0-9]+", other.lower()))
-            if other and other != used_words and re.search(rf"\b(?:a|an|the|some)\s+{re.escape(other)}\b", text):
+        for other in map(words, every):
+            if (other and other != used_words and owners[other] == 1 and other not in ALWAYS_PRESENT
+                    and re.search(rf"\b(?:a|an|the|some)\s+{re.escape(other)}\b", text)):
                 covered |= set(used_words.split())
                 break
     return [w for w in missing if w not in covered]

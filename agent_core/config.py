@@ -64,7 +64,7 @@ class Config:
 
 # name -> (one-line description, overrides applied on top of the defaults)
 _SRM_RUNS = ("Gate-1 checks every action before it runs, the stagnation detector watches every step, the Critic "
-             "(at most {budget} LLM calls per episode) answers its reports, and Swift's loop guard is on")
+             "(at most {budget} LLM calls per episode) answers its reports; Swift's loop guard runs only with Sage off")
 _AMM_RUNS = ("the agent writes salient steps (success / near-miss / avoidance) to its episodic memory, starting "
              "from the shipped warm store, and retrieves them when Swift's action is invalid (T1: Swift retries "
              "with at most 3 records) and when Sage plans (T4: at most 5 records as hints)")

@@ -47,8 +47,9 @@ class SwiftConfig:
     max_output_tokens: int = 32
     checkpoint_dir: str = "assets/swift"
     quantize: str = "int8"  # int8 dynamic quantization of the linear layers on a CPU ("none": float32)
-    # CPU threads a Swift call may use, at most (0: every core). Each call takes the cores free when it starts;
-    # Swift's numbers are the same on any number of threads, so this changes its speed, never its choices
+    # CPU threads a Swift call may use, at most (0: every core, up to 2). Each call takes the cores free when it
+    # starts; Swift's numbers are the same on 1 and 2 threads (checked bit for bit), so this changes its speed, never
+    # its choices; above 2 that is not checked
     threads: int = 0
     # candidates kept from the unconstrained search (its top-1 is Swift's guess and the `top1` invalid rule's
     # test). The search runs in one batch with the valid ranking, with num_candidates beams like it
@@ -314,8 +315,8 @@ class SRMConfig:
     loop_guard_streak: int = 10  # identical action + observation without reward this often = a streak
     # The guard also when Sage is on. Off by default: with an LLM, a loop is SwiftSage's `stuck` trigger's and the
     # stagnation detector's to break (a model then chooses the way out), not a rule's. The guard's replacement is
-    # Swift's next-ranked action, chosen by no one: on 90 LLM-free test episodes it decided 39 paired episodes,
-    # 3 better, 4 worse, -72 points in all. Without an LLM it is the only way out, and runs
+    # Swift's next-ranked action, chosen by no one: on 90 test episodes without an LLM (where it stays on, the only
+    # way out) it decided 39 paired episodes, 3 better, 4 worse, -72 points in all
     loop_guard_with_sage: bool = False
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 from collections import Counter
@@ -84,6 +85,7 @@ def worker(jobs: list[tuple[str, int]], args, out_q) -> None:
     from agent_core.llm import ScriptedBackend
 
     torch.set_num_threads(1)
+    os.environ["SWIFT_THREADS"] = "1"  # the figures of this benchmark are one thread's
     cfg = apply_overrides(preset("baseline"), {**VARIANTS[args.variant], "env.step_limit": args.step_limit})
     cfg.preset = args.variant
     swift = load_swift(cfg)

@@ -64,6 +64,12 @@ def test_target_unseen_drops_what_is_in_a_closed_container():
     potted = bedroom + " a flower pot."
     missing = unseen_words("move metal pot to desk", potted, "")
     assert missing == ["metal"] and seen_by_another_name("move metal pot to desk", missing, potted, "", names) == ["metal"]
+    # a name several objects share shows none of them: milk in the closed fridge is a "substance", and so is the air
+    # every room shows ("a substance called air")
+    fridge = KITCHEN + "\n\ta substance called air"
+    shared = {**names, "milk": ["milk", "substance", "liquid"], "air": ["air", "substance", "gas"]}
+    missing = unseen_words("pour milk into metal pot", fridge, "")
+    assert "milk" in missing and "milk" in seen_by_another_name("pour milk into metal pot", missing, fridge, "", shared)
     sitting = GateContext(valid=["move bed to cloth sittable"], look=bedroom, object_names=lambda: names)
     assert Gate1(SRMConfig()).check("move bed to cloth sittable", "swift", sitting).decision == "ACCEPT"
     assert Gate1(SRMConfig()).check("move bed to cloth sittable", "swift", GateContext(

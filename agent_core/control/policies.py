@@ -32,7 +32,7 @@ def unnamed_in_state(state: SwiftState, valid_actions: Sequence[str]) -> list[st
 
 class ModelSwift:
     """The trained Swift model behind the controller's interface. The loop guard (an SRM mechanism) is
-    applied by the controller when SRM is on; `loop_guard=True` here is for the Swift-only benchmark."""
+    applied by the controller when SRM is on and Sage off; `loop_guard=True` here is for the Swift-only benchmark."""
 
     def __init__(self, model, k: int = 10, n: int = 5, loop_guard: bool = False, loop_guard_streak: int = STREAK,
                  focus_margin: float = 0.0, defer_unsure_focus: bool = False, task_focus_check: bool = True):
@@ -117,7 +117,9 @@ def load_swift(cfg: Config) -> SwiftPolicy:
     from ..swift.model import SwiftModel, default_threads
 
     sc = cfg.swift
-    model = SwiftModel(ROOT / sc.checkpoint_dir / "model", threads=sc.threads or default_threads(),
+    # the config's limit, and an evaluation worker's share of the cores (SWIFT_THREADS) when it sets one
+    limits = [n for n in (sc.threads, default_threads()) if n > 0]
+    model = SwiftModel(ROOT / sc.checkpoint_dir / "model", threads=min(limits) if limits else 0,
                        max_input_tokens=sc.max_input_tokens, max_output_tokens=sc.max_output_tokens,
                        quantize=sc.quantize, unconstrained_beams=sc.unconstrained_beams)
     return ModelSwift(model, sc.history_k, sc.num_candidates, focus_margin=sc.focus_margin,

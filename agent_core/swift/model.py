@@ -19,8 +19,9 @@ Decoding gives three things per step (docs/AGENT.md §2 and the controller's nee
 
 On a CPU the model runs with int8 dynamic quantization of its linear layers (`quantize="int8"`): about 2.3x
 faster per step; docs/BENCHMARKS.md has its effect on the agent's score. Every computation Swift makes gives the
-same numbers on any number of threads (the float layers are held row-major for that, `row_major_float_linears`),
-so each call takes the cores that are free when it starts (`free_cores`) without changing what Swift chooses.
+same numbers on 1 and on 2 threads (the float layers are held row-major for that, `row_major_float_linears`), so
+each call takes the cores that are free when it starts (`free_cores`, at most 2 by default) without changing what
+Swift chooses.
 
 The tokenizers are in tokenizer.py, the architectures' builders, loading and quantization in architectures.py;
 every name stays importable from here.
@@ -34,7 +35,7 @@ import threading
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from functools import wraps
+from functools import lru_cache, wraps
 from pathlib import Path
 from typing import Sequence
 
@@ -179,8 +180,9 @@ class SwiftModel:
         if not (path / "config.json").exists():
             raise FileNotFoundError(f"no Swift checkpoint at {path}; train one with "
                                     f"`python -m agent_core.swift.train` (see assets/swift/MODEL_CARD.md)")
-        # threads: at most this many per call (0: every core); each call takes the free ones (`free_cores`)
-        self.threads = threads if threads > 0 else usable_cores()
+        # threads: at most this many per call (0: every core, up to the 2 whose numbers are checked to be the same
+        # as one thread's); each call takes the free ones (`free_cores`)
+        self.threads = threads if threads > 0 else min(usable_cores(), CHECKED_THREADS)
         self._local = threading.local()  # its depth: nested calls (propose -> focus_scores) keep the outer setting
         self.last_threads, self._last_end = 1, 0.0  # what the last call used, and when it ended
         torch.set_flush_denormal(True)
@@ -418,7 +420,7 @@ class SwiftModel:
                 # rows of the second copy: only the valid actions' prefix tree (the first copy's rows are left as
                 # they are, which adding a zero mask did)
                 rows = input_ids[beams:].tolist()
-                mask = torch.full((len(rows), scores.shape[1]), -math.inf)
+                mask = torch.full((len(rows), scores.shape[1]), -math.inf, device=scores.device)
                 for r, toks in enumerate(rows):
                     mask[r, allowed(toks)] = 0
                 scores[beams:] += mask
@@ -451,11 +453,25 @@ class SwiftModel:
                              focus_margin=None if margin is None else round(margin, 4))
 
 
+# Swift's numbers are checked to be the same, bit for bit, on 1 and on 2 threads (this project's machine:
+# test_swift_gives_the_same_numbers_on_one_or_two_threads); `swift.threads = 0` takes at most this many
+CHECKED_THREADS = 2
+
+
+@lru_cache(maxsize=1)
 def usable_cores() -> int:
+    """The cores this process may run on: its CPU affinity, less a container's CPU quota (cgroup v2 `cpu.max`)."""
     try:
-        return len(os.sched_getaffinity(0))
+        n = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
-        return os.cpu_count() or 1
+        n = os.cpu_count() or 1
+    try:
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
+        if quota != "max":
+            n = min(n, max(1, int(int(quota) / int(period))))
+    except (OSError, ValueError):
+        pass
+    return n
 
 
 def runnable_elsewhere() -> int | None:
