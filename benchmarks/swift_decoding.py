@@ -21,6 +21,12 @@ top-1 and on the whole valid ranking.
   together), and the focus scoring (run in a step only when the best action is a `focus on`; timed here at every
   state), with the input length, the number of valid actions and the threads used.
 Each state's valid actions are tokenized before the timings (a step mostly sees the actions of the step before).
+
+    .venv/bin/python benchmarks/swift_decoding.py --dump A.json            # at one revision
+    .venv/bin/python benchmarks/swift_decoding.py --compare A.json         # at another: same choices? score change?
+
+--dump / --compare: every state's proposal (best valid action, top-1, valid ranking, candidates, focus order and
+their scores), for checking that a faster Swift chooses what the old one did.
 """
 from __future__ import annotations
 
@@ -40,6 +46,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--parts", action="store_true", help="time the shipped path's parts instead of fast vs plain")
+    ap.add_argument("--dump", default=None, help="write every state's proposal (actions, scores, focus) to this JSON")
+    ap.add_argument("--compare", default=None, help="compare the proposals with a --dump of another revision")
     args = ap.parse_args()
 
     from agent_core.config import preset
@@ -64,6 +72,7 @@ def main() -> None:
                                      "encoder (ms)": [], "beam search (ms)": [], "focus scoring (ms)": [], "threads": [],
                                      "input tokens": [], "valid actions": []}
     n = 0
+    dumped: list[dict] = []
     for path in list_traces(ROOT / "assets" / "episodes"):
         ep = read_episode(path)
         agent = Agent(cfg, swift, ScriptedBackend([]), env=env, runs_dir=Path(tempfile.mkdtemp(prefix="swiftdec_")))
@@ -75,6 +84,13 @@ def main() -> None:
             raw.step(rec.action)
             raw_ms.append(1e3 * (time.perf_counter() - t0))
             state, valid = agent.state.swift_state, agent.env.valid_actions()
+            if args.dump or args.compare:
+                prop = swift.propose(state, valid)
+                dumped.append({"state": f"{ep.header.task} v{ep.header.variation} step {rec.step}", "action": prop.action, "top1": prop.top1, "candidates": prop.candidates,
+                               "valid_ranked": prop.valid_ranked, "focus": prop.focus})
+                obs = agent.env.step(rec.action)
+                state.observe(rec.action, obs.text, obs.reward, obs.room, obs.score, obs.look, obs.inventory)
+                continue
             if args.parts:
                 swift.model.targets(valid)
                 t0 = time.perf_counter()
@@ -102,6 +118,9 @@ def main() -> None:
             n += 1
             obs = agent.env.step(rec.action)
             state.observe(rec.action, obs.text, obs.reward, obs.room, obs.score, obs.look, obs.inventory)
+    if args.dump or args.compare:
+        _dump_or_compare(dumped, args.dump, args.compare)
+        return
     if args.parts:
         n = len(parts["encoder (ms)"])
         print(f"{n} states, p50 of each part (one process; Swift's threads: the free cores, at most SWIFT_THREADS "
@@ -118,6 +137,28 @@ def main() -> None:
     print(f"raw scienceworld env.step p50 {pr:.0f} ms; fast / raw {pf / pr:.2f}")
     print(f"{n} states: fast p50 {pf:.0f} ms, plain p50 {pp:.0f} ms, ratio {pf / pp:.2f}; same best valid action {same['action']}/{n}, "
           f"same top-1 {same['top1']}/{n}, same valid ranking {same['ranking']}/{n}")
+
+
+def _dump_or_compare(props: list[dict], dump: str | None, compare: str | None) -> None:
+    import json
+
+    props = json.loads(json.dumps(props))  # tuples as lists, as they come back from a file
+    if dump:
+        Path(dump).write_text(json.dumps(props))
+        print(f"{len(props)} states written to {dump}")
+    if compare:
+        by_state = {p["state"]: p for p in json.loads(Path(compare).read_text())}  # the traces' order may differ
+        pairs = [(p, by_state[p["state"]]) for p in props if p["state"] in by_state]
+        props, other, n = [a for a, _ in pairs], [b for _, b in pairs], len(pairs)
+        names = lambda xs: [a for a, _ in xs]  # noqa: E731
+        same = {k: sum(f(a) == f(b) for a, b in zip(props, other)) for k, f in (
+            ("best valid action", lambda p: p["action"]), ("top-1", lambda p: p["top1"]),
+            ("valid ranking", lambda p: names(p["valid_ranked"])), ("candidates", lambda p: names(p["candidates"])),
+            ("focus order", lambda p: names(p["focus"])))}
+        diff = max((abs(x - y) for a, b in zip(props, other) for key in ("valid_ranked", "focus")
+                    for (_, x), (_, y) in zip(a[key], b[key])), default=0.0)
+        print(f"{n} states against {compare}: " + ", ".join(f"same {k} {v}/{n}" for k, v in same.items())
+              + f"; largest score difference {diff:.2g}")
 
 
 def _time_parts(swift, state, valid, parts: dict[str, list[float]]) -> None:

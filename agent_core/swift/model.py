@@ -488,7 +488,8 @@ def free_cores(limit: int, own_spinning: int = 0) -> int:
     """Threads for a Swift call that starts now: the cores nothing else is running on, at most `limit`, at least 1.
     Two threads cut the encoder's time by a third on an idle machine, while a second thread on a core that is busy
     (a llama.cpp call spinning on both cores, a second evaluation worker) makes every step wait for it, many times
-    slower; the instant count sees such work, which keeps running. `own_spinning`: this process's idle pool threads
+    slower; the instant count sees such work, which keeps running (llm.embedded.busy_cores measures over 0.15 s,
+    longer than a Swift call). `own_spinning`: this process's idle pool threads
     still counted as running. Without /proc: one thread."""
     others = runnable_elsewhere()
     if others is None:
@@ -497,6 +498,6 @@ def free_cores(limit: int, own_spinning: int = 0) -> int:
 
 
 def default_threads() -> int:
-    """The most threads a Swift call may use: SWIFT_THREADS if set, else 0 (every core; each call takes the free
-    ones). An evaluation worker passes its share of the cores instead."""
+    """The most threads a Swift call may use: SWIFT_THREADS if set (an evaluation worker sets its share of the
+    cores), else 0 (no limit of its own: SwiftModel's default, CHECKED_THREADS)."""
     return int(os.environ.get("SWIFT_THREADS", "0"))
