@@ -88,3 +88,32 @@ def test_plays_the_game_did_not_know_are_counted(tmp_path):
                  header=EpisodeHeader(task="boil", task_index=0, variation=21, split="test", task_description="",
                                       config={"preset": "swift"}, models={}))
     assert episode_metrics(ep)["activity"]["unknown_action_plays"] == 2
+
+
+def test_sage_pick_positions_and_llm_timeouts_are_counted_and_reported(tmp_path):
+    """The report's checks on Sage: where its picks stood in the list (a model answering by position piles them on
+    one number) and how many LLM calls timed out, as the embedded and OpenAI backends word it."""
+    from agent_core.decisions import SagePick
+    from agent_core.evaluate.metrics import aggregate, episode_metrics, llm_failure
+    from agent_core.evaluate.report import picks_markdown
+    from agent_core.trace import Episode, EpisodeHeader
+
+    assert llm_failure("[embedded] qwen did not finish within 120 s (prompt 900 tokens)") == "timeout"
+    assert llm_failure("[embedded] qwen was busy with other calls for more than 60 s") == "timeout"
+    assert llm_failure("[openai] no reply from http://127.0.0.1:8000/v1 within 30 s") == "timeout"
+    assert llm_failure("[openai] connection refused") == "other"
+    call = lambda err=None: LLMCall(purpose="plan", backend="embedded", model="m", prompt="", error=err)  # noqa: E731
+    steps = [_rec(1, "a", "sage", decisions=[SagePick(action="a", option=11, of=12)], llm_calls=[call()]),
+             _rec(2, "b", "sage", decisions=[SagePick(action="b", option=11, of=12)], llm_calls=[call()]),
+             _rec(3, "c", "sage", decisions=[SagePick(action="c", option=2, of=9)], llm_calls=[call()]),
+             _rec(4, "d", "sage", decisions=[SagePick(action="d", option=None, of=12)],
+                  llm_calls=[call("[embedded] m did not finish within 120 s"), call("[embedded] RuntimeError")])]
+    ep = Episode(path=tmp_path / "x.jsonl", steps=steps, summary=None,
+                 header=EpisodeHeader(task="boil", task_index=0, variation=21, split="test", task_description="",
+                                      config={"preset": "baseline"}, models={}))
+    row = episode_metrics(ep)
+    assert row["sage_picks"] == {"11": 2, "2": 1, "own": 1} and row["llm_failures"] == {"timeout": 1, "other": 1}
+    totals = aggregate([row], {"boil": 60})["baseline"]["totals"]
+    assert totals["sage_picks"] == {"11": 2, "2": 1, "own": 1} and totals["llm_failures"]["timeout"] == 1
+    text = "\n".join(picks_markdown({"preset_order": ["baseline"], "presets": {"baseline": {"totals": totals}}}))
+    assert "| 2 | 1 |\n| 11 | 2 |\n| a command of its own | 1 |" in text and "| **largest share** | 50% (position 11) |" in text

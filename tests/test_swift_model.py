@@ -255,6 +255,15 @@ def test_swift_gives_the_same_numbers_on_one_or_two_threads(sw_env, monkeypatch)
         return {**prop.to_dict(), "latency_s": 0.0}, scores
 
     assert numbers(2) == numbers(1)
+    # a call that starts with one core free (the JVM's compiler still busy after a step) takes the second for its
+    # search once that core is free, with the same numbers, and gives torch its setting back
+    import torch
+
+    q.threads, before, seen = 2, torch.get_num_threads(), iter([1])
+    monkeypatch.setattr(swift_model, "runnable_elsewhere", lambda: next(seen, 0))
+    prop = q.propose(text, valid, n=5)
+    assert (q.first_threads, q.last_threads) == (1, 2) and torch.get_num_threads() == before
+    assert {**prop.to_dict(), "latency_s": 0.0} == numbers(2)[0]
 
 
 def test_a_swift_call_takes_the_free_cores(monkeypatch):

@@ -5,6 +5,7 @@ come from the task's gold-path length."""
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from collections import Counter
 from typing import Any, Iterable
@@ -28,6 +29,18 @@ MECHANISM_COLUMNS = (
     ("unknown_action_plays", "plays the game did not know (\"No known action\")"),
 )
 UNKNOWN_ACTION = "No known action matches that input"  # ScienceWorld's answer to an action naming nothing in view
+# every LLMTimeoutError's message says how long was waited ("did not finish within 120 s", "busy for more than 60 s")
+_TIMEOUT = re.compile(r"\b(within|for more than) [0-9.]+ s\b")
+
+
+def llm_failure(error: str) -> str:
+    """An LLM call's recorded error as `timeout` or `other` (traces keep the message, not the exception's class)."""
+    return "timeout" if _TIMEOUT.search(error) else "other"
+
+
+def pick_position(option: int | None) -> str:
+    """Where Sage's pick stood in the list it was shown ("3": third), or "own" for a command not in the list."""
+    return str(option) if option else "own"
 
 
 def episode_metrics(ep: Episode) -> dict[str, Any]:
@@ -46,6 +59,8 @@ def episode_metrics(ep: Episode) -> dict[str, Any]:
     systems = Counter(r.system for r in steps)
     calls = Counter(c.purpose for r in steps for c in r.llm_calls)
     llm_errors = sum(1 for r in steps for c in r.llm_calls if c.error)
+    failures = Counter(llm_failure(c.error) for r in steps for c in r.llm_calls if c.error)
+    picks = Counter(pick_position(d.option) for r in steps for d in r.decisions if d.kind == "sage_pick")
     n = len(steps)
     row: dict[str, Any] = {
         "preset": (h.config or {}).get("preset", "") if isinstance(h.config, dict) else "",
@@ -57,7 +72,7 @@ def episode_metrics(ep: Episode) -> dict[str, Any]:
         "stagnation_modes": dict(modes), "critic": dict(critic), "gate1_drops": dict(drops),
         "decisions": dict(decisions), "code": dict(h.code), "config_hash": h.config_hash, "run_id": h.run_id,
         "gate1_repairs": dict(repairs), "systems": dict(systems), "llm_calls": dict(calls),
-        "llm_errors": llm_errors,
+        "llm_errors": llm_errors, "llm_failures": dict(failures), "sage_picks": dict(picks),
         "seconds": round(sum(r.timings.get("total", 0.0) for r in steps), 3),
         "sage_seconds": round(sum(r.timings.get("sage", 0.0) for r in steps), 3),
     }
@@ -131,7 +146,8 @@ def aggregate(rows: Iterable[dict[str, Any]], gold_lengths: dict[str, float],
         keys = sorted({k for r in ok for k in r["activity"]})
         activity = {k: round(statistics.mean(r["activity"].get(k, 0) for r in ok), 4) for k in keys} if ok else {}
         detail: dict[str, Counter] = {name: Counter() for name in ("gate1_drops", "stagnation_modes", "critic",
-                                                                   "writes", "triggers", "llm_calls")}
+                                                                   "writes", "triggers", "llm_calls",
+                                                                   "llm_failures", "sage_picks")}
         for r in ok:
             for name, c in detail.items():
                 c.update(r.get(name, {}))

@@ -132,7 +132,7 @@ def markdown(res: dict[str, Any]) -> str:
         pct = key.startswith("share")
         lines.append(f"| {label} | " + " | ".join(f"{100 * v:.1f}%" if pct else f"{v:.2f}" for v in vals) + " |")
     for name, title in (("gate1_drops", "Gate-1 drops by reason"), ("stagnation_modes", "Stagnation reports by mode"),
-                        ("critic", "Critic decisions by status")):
+                        ("critic", "Critic decisions by status"), ("llm_failures", "LLM calls that failed, by kind")):
         keys = sorted({k for p in order for k in res["presets"][p]["totals"].get(name, {})})
         if not keys:
             continue
@@ -140,6 +140,7 @@ def markdown(res: dict[str, Any]) -> str:
                   "|---|" + "---|" * len(order)]
         for k in keys:
             lines.append(f"| {k} | " + " | ".join(str(res["presets"][p]["totals"][name].get(k, 0)) for p in order) + " |")
+    lines += picks_markdown(res)
     lines += paired_markdown(res)
     tasks = {}
     for p in order:
@@ -167,6 +168,24 @@ def markdown(res: dict[str, Any]) -> str:
         lines += [f"- {p} {e['task']} v{e['variation']}: {e['error']}" for p, e in errors]
         lines += [f"- {x}" for x in res.get("problems", [])]
     return "\n".join(lines) + "\n"
+
+
+def picks_markdown(res: dict[str, Any]) -> list[str]:
+    """Where Sage's picks stood in the numbered list it was shown: a model that chooses by meaning spreads them;
+    one that answers by position piles them on one number."""
+    order = [p for p in res["preset_order"] if res["presets"][p]["totals"].get("sage_picks")]
+    if not order:
+        return []
+    totals = {p: res["presets"][p]["totals"]["sage_picks"] for p in order}
+    keys = sorted({k for t in totals.values() for k in t}, key=lambda k: (not k.isdigit(), int(k) if k.isdigit() else 0))
+    lines = ["", "### Sage's picks by their position in the list it was shown (totals)", "",
+             "| position | " + " | ".join(PRESET_LABEL.get(p, p) for p in order) + " |", "|---|" + "---|" * len(order)]
+    for k in keys:
+        lines.append(f"| {'a command of its own' if k == 'own' else k} | " +
+                     " | ".join(str(totals[p].get(k, 0)) for p in order) + " |")
+    lines.append("| **largest share** | " + " | ".join(
+        f"{100 * max(t.values()) / sum(t.values()):.0f}% (position {max(t, key=t.get)})" for t in totals.values()) + " |")
+    return lines
 
 
 def paired_markdown(res: dict[str, Any]) -> list[str]:

@@ -5,6 +5,7 @@ encoder), freezing, loading an exported checkpoint, and int8 quantization for th
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Sequence
 
@@ -91,6 +92,24 @@ def build_t5(vocab_size: int, pad_id: int, eos_id: int, d_model: int = 256, laye
     return T5ForConditionalGeneration(cfg)
 
 
+@contextmanager
+def one_thread():
+    """Run an operation whose result would depend on torch's thread count on one thread (its bits then never change
+    with the cores a Swift call took): the float products and, in the decoder, attention, whose CPU kernel splits
+    the keys of a one-token query between threads (8 keys, 1 vs 2 threads: a different last bit on an AMD EPYC).
+    Setting the count costs well under a microsecond."""
+    import torch
+
+    n = torch.get_num_threads()
+    if n > 1:
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        if n > 1:
+            torch.set_num_threads(n)
+
+
 class RowMajorLinear:
     """Marker base for `row_major_float_linears`' replacement layers (defined lazily: torch is imported on use)."""
 
@@ -99,11 +118,13 @@ def row_major_float_linears(model) -> None:
     """Hold every float Linear's weight transposed and contiguous (in x out) and compute it as one addmm, in place.
 
     Two reasons. With Swift's small batches (10 beams), torch's `F.linear` over the usual (out x in) layout takes
-    about twice as long for the output layer (10 x 384 -> 2,915 words), and its result depends on the number of
-    threads: MKL splits that product differently. In the row-major layout the product is the same on 1 or 2
-    threads, bit for bit, as every other operation of the model (the int8 layers, attention, layer norms) already
-    is, so Swift may use whatever cores are free without changing a single choice (`SwiftModel` picks them per
-    call). The int8 layers are left alone: call this after `quantize_int8`."""
+    about twice as long for the output layer (10 x 384 -> 2,915 words). And these are the model's only operations
+    whose result depends on the number of threads: MKL splits a float product differently on 1 and 2 threads (on
+    some CPUs even in this layout: an AMD EPYC gave a different last bit for the 10 x 384 -> 384 layer). So they
+    always run on one thread; every other operation (the int8 layers, attention, layer norms) gives the same bits on
+    any thread count, and Swift may use whatever cores are free without changing a single choice (`SwiftModel`
+    picks them per call). Small products: one thread costs ~0.1 ms a decoder step. The int8 layers are left
+    alone: call this after `quantize_int8`."""
     import torch
 
     class _RowMajor(torch.nn.Module, RowMajorLinear):
@@ -115,7 +136,8 @@ def row_major_float_linears(model) -> None:
 
         def forward(self, x):
             flat = x.reshape(-1, self.in_features)
-            y = flat @ self.weight_t if self.bias is None else torch.addmm(self.bias, flat, self.weight_t)
+            with one_thread():
+                y = flat @ self.weight_t if self.bias is None else torch.addmm(self.bias, flat, self.weight_t)
             return y.view(*x.shape[:-1], self.out_features)
 
     for parent in list(model.modules()):

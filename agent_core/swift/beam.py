@@ -15,6 +15,8 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
+from .architectures import one_thread
+
 
 def _direct(linear) -> Callable[[torch.Tensor], torch.Tensor]:
     """The op behind a linear layer, called without the module machinery (a step makes ~20 of these calls on
@@ -77,11 +79,13 @@ class LeanDecoder:
             if self.keys[li] is not None:
                 k, v = torch.cat([self.keys[li], k], dim=-2), torch.cat([self.values[li], v], dim=-2)
             self.keys[li], self.values[li] = k, v
-            ctx = F.scaled_dot_product_attention(q, k, v, scale=scale).transpose(1, 2).reshape(b, 1, -1)
+            with one_thread():
+                ctx = F.scaled_dot_product_attention(q, k, v, scale=scale).transpose(1, 2).reshape(b, 1, -1)
             att = o_norm(o_(ctx) + x)
             cq = cq_(att).view(b, 1, cheads, cd).transpose(1, 2).transpose(0, 1).reshape(1, cheads, b, cd)
             ck, cv = self.cross[li]
-            cctx = F.scaled_dot_product_attention(cq, ck, cv, scale=cscale)
+            with one_thread():
+                cctx = F.scaled_dot_product_attention(cq, ck, cv, scale=cscale)
             cctx = cctx.reshape(cheads, b, 1, cd).permute(1, 2, 0, 3).reshape(b, 1, -1)
             catt = co_norm(co_(cctx) + att)
             x = out_norm(out_(act(inter_(catt))) + catt)

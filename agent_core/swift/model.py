@@ -46,6 +46,7 @@ from .architectures import (  # noqa: F401 - re-exported
     freeze_encoder_layers,
     is_minilm,
     load_seq2seq,
+    one_thread,
     quantize_int8,
     row_major_float_linears,
 )
@@ -146,9 +147,11 @@ def shared_attention(module, query, key, value, attention_mask, **kwargs):
     if query.shape[0] > 1 and key.stride(0) == 0 and value.stride(0) == 0 and attention_mask is None:
         b, heads, t, d = query.shape
         q = query.transpose(0, 1).reshape(1, heads, b * t, d)
-        out = torch.nn.functional.scaled_dot_product_attention(q, key[:1], value[:1], scale=kwargs.get("scaling"))
+        with one_thread():
+            out = torch.nn.functional.scaled_dot_product_attention(q, key[:1], value[:1], scale=kwargs.get("scaling"))
         return out.reshape(heads, b, t, d).permute(1, 2, 0, 3), None  # b x t x heads x d, as SDPA's wrapper returns
-    return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
+    with one_thread():
+        return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
 
 
 def use_shared_attention(decoder) -> None:
@@ -184,7 +187,9 @@ class SwiftModel:
         # as one thread's); each call takes the free ones (`free_cores`)
         self.threads = threads if threads > 0 else min(usable_cores(), CHECKED_THREADS)
         self._local = threading.local()  # its depth: nested calls (propose -> focus_scores) keep the outer setting
-        self.last_threads, self._last_end = 1, 0.0  # what the last call used, and when it ended
+        # the threads the last call used at its start and at its end (it takes more as cores come free), and when
+        # it ended
+        self.first_threads, self.last_threads, self._last_end = 1, 1, 0.0
         torch.set_flush_denormal(True)
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.tokenizer, self.model = load_seq2seq(path, self.device)
@@ -234,13 +239,26 @@ class SwiftModel:
         before, n = torch.get_num_threads(), free_cores(self.threads, spinning)
         if n != before:
             torch.set_num_threads(n)
-        local.depth, self.last_threads = 1, n
+        local.depth, self.last_threads, self.first_threads = 1, n, n
         try:
             yield
         finally:
             local.depth, self._last_end = 0, time.perf_counter()
-            if n != before:
+            if torch.get_num_threads() != before:
                 torch.set_num_threads(before)
+
+    def _more_cores(self) -> None:
+        """Between the phases of an outermost call (encoder, search, focus scoring): take the cores that have come
+        free since it began. Right after a step the JVM's compiler threads hold a core for ~10 ms, less than the
+        encoder takes; the numbers are the same on any thread count, so only the time changes."""
+        import torch
+
+        if getattr(self._local, "depth", 0) != 1 or self.last_threads >= self.threads:
+            return
+        n = free_cores(self.threads)
+        if n > self.last_threads:
+            torch.set_num_threads(n)
+            self.last_threads = n
 
     def targets(self, actions: Sequence[str]) -> list[list[int]]:
         """target_ids of the actions (EOS-terminated, cut to max_output_tokens), tokenized once per action."""
@@ -433,6 +451,7 @@ class SwiftModel:
     def propose(self, text: str, valid_actions: Sequence[str] | None, n: int = 5) -> SwiftProposal:
         t0 = time.perf_counter()
         enc = self._encode(text)
+        self._more_cores()
         if self.fast_decoding and valid_actions and len(valid_actions) >= n and is_minilm(self.model):
             cands, ranked = self._free_and_valid(enc, valid_actions, n)
         else:
@@ -443,6 +462,7 @@ class SwiftModel:
         focus: list[tuple[str, float]] = []
         margin = None
         if valid_actions and is_focus(action):
+            self._more_cores()
             focus = self.focus_scores(valid_actions, enc)
             if focus:
                 # the full-sequence score decides which object; the beam only said "a focus"
