@@ -10,9 +10,14 @@ What it measures: `python -m agent_core.evaluate --backend ray --workers N` on t
 the Baseline preset talking to an OpenAI-compatible stand-in on 127.0.0.1 that answers every call after `--delay`
 seconds, without using a core (a GPU vLLM server's latency, e.g. ~1 s for a 7B model's plan; the real server
 is in docs/EVALUATION.md's recipe). Sage is made to act on most steps (`controller.stuck_window=1`, no streak
-limit), so an episode is mostly waiting on the LLM, as a full-protocol evaluation on a GPU server is. Prints
-episodes per minute for each N, the speed-up over 1 worker, and its ratio to linear. The time includes starting
-Ray and the workers (their JVMs and Swift), as a real run's does.
+limit), so an episode is mostly waiting on the LLM, as a full-protocol evaluation on a GPU server is. Prints, for
+each N, episodes per minute two ways, each with its speed-up over 1 worker and its ratio to linear:
+- overall: the whole command's wall time, starting Ray and the workers (each loads Swift) included, as a real
+  run's is;
+- steady: from the traces' start and end times, each worker's episodes over the time from its first episode's
+  start to its last one's end, summed over the workers: what a long evaluation (271 episodes x 4 presets) sees
+  once its workers are up, without their start-up or the last minutes when some have run out of episodes.
+Every episode starts its own fresh JVM in both (the protocol's `env.fresh_jvm`), so that cost is in both.
 """
 from __future__ import annotations
 
@@ -70,6 +75,39 @@ def serve(delay: float) -> tuple[ThreadingHTTPServer, dict]:
     return srv, stats
 
 
+def steady_rate(spans: list[tuple[float, float]], workers: int) -> float | None:
+    """Episodes per minute with every worker playing, from the episodes' (start, end) times: the episodes are laid
+    back into `workers` lanes (each in turn goes to the lane whose last episode ended latest before it started: a
+    worker plays one episode at a time), and each lane's rate counts from its first episode's start to its last
+    one's end, so a worker's own start-up (Ray's actor, Swift) is out and every later JVM start is in. None when
+    the spans do not fit the lanes."""
+    lanes: list[list[tuple[float, float]]] = []
+    for s, e in sorted(spans):
+        free = [ln for ln in lanes if ln[-1][1] <= s]
+        if free:
+            max(free, key=lambda ln: ln[-1][1]).append((s, e))
+        elif len(lanes) < workers:
+            lanes.append([(s, e)])
+        else:
+            return None
+    rates = [len(ln) / (ln[-1][1] - ln[0][0]) for ln in lanes if ln[-1][1] > ln[0][0]]
+    return 60 * sum(rates) if rates else None
+
+
+def spans_of(results: dict) -> list[tuple[float, float]]:
+    """Each finished episode's (start, end) wall-clock times, from its trace's header and summary."""
+    out = []
+    for e in results.get("episodes", []):
+        if e.get("error"):
+            continue
+        with open(e["trace"]) as fh:
+            lines = fh.read().splitlines()
+        head, tail = json.loads(lines[0]), json.loads(lines[-1])
+        if tail.get("kind") == "summary" and tail.get("ended_at"):
+            out.append((head["started_at"], tail["ended_at"]))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4, 8])
@@ -86,6 +124,7 @@ def main() -> None:
     print(f"{os.cpu_count()} CPUs; {n_eps} episodes (Baseline, {args.max_steps} steps), stand-in LLM {args.delay:g} s "
           f"a call on {url}")
     rate: dict[int, float] = {}
+    steady: dict[int, float | None] = {}
     for w in args.workers:
         out = root / f"w{w}"
         calls0 = stats["calls"]
@@ -103,10 +142,16 @@ def main() -> None:
         results = json.loads((out / "results.json").read_text())
         done = sum(1 for e in results.get("episodes", []) if not e.get("error"))
         rate[w] = 60 * done / wall
-        base = rate[args.workers[0]] / args.workers[0]
-        print(f"{w} worker(s): {done}/{n_eps} episodes in {wall:.0f} s = {rate[w]:.2f} episodes/min; "
-              f"{stats['calls'] - calls0} LLM calls; speed-up {rate[w] / rate[args.workers[0]]:.2f}x, "
-              f"{rate[w] / (base * w):.2f} of linear", flush=True)
+        steady[w] = steady_rate(spans_of(results), w)
+        w0 = args.workers[0]
+        base = rate[w0] / w0
+        line = (f"{w} worker(s): {done}/{n_eps} episodes in {wall:.0f} s; {stats['calls'] - calls0} LLM calls; "
+                f"overall {rate[w]:.2f} episodes/min, speed-up {rate[w] / rate[w0]:.2f}x, "
+                f"{rate[w] / (base * w):.2f} of linear")
+        if steady[w] and steady[w0]:
+            line += (f"; steady {steady[w]:.2f} episodes/min, speed-up {steady[w] / steady[w0]:.2f}x, "
+                     f"{steady[w] / (steady[w0] / w0 * w):.2f} of linear")
+        print(line, flush=True)
     srv.shutdown()
 
 
