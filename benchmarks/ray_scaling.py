@@ -17,7 +17,9 @@ each N, episodes per minute two ways, each with its speed-up over 1 worker and i
 - steady: from the traces' start and end times, each worker's episodes over the time from its first episode's
   start to its last one's end, summed over the workers: what a long evaluation (271 episodes x 4 presets) sees
   once its workers are up, without their start-up or the last minutes when some have run out of episodes.
-Every episode starts its own fresh JVM in both (the protocol's `env.fresh_jvm`), so that cost is in both.
+Every episode starts its own fresh JVM (the protocol's `env.fresh_jvm`); the steady rate leaves out each worker's
+first one with its start-up (a trace starts after its JVM's), so give every worker several episodes
+(`--variations`).
 """
 from __future__ import annotations
 
@@ -98,10 +100,12 @@ def spans_of(results: dict) -> list[tuple[float, float]]:
     """Each finished episode's (start, end) wall-clock times, from its trace's header and summary."""
     out = []
     for e in results.get("episodes", []):
-        if e.get("error"):
+        if e.get("error") or not e.get("trace"):
             continue
         with open(e["trace"]) as fh:
             lines = fh.read().splitlines()
+        if not lines:
+            continue
         head, tail = json.loads(lines[0]), json.loads(lines[-1])
         if tail.get("kind") == "summary" and tail.get("ended_at"):
             out.append((head["started_at"], tail["ended_at"]))

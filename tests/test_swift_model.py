@@ -260,10 +260,34 @@ def test_swift_gives_the_same_numbers_on_one_or_two_threads(sw_env, monkeypatch)
     import torch
 
     q.threads, before, seen = 2, torch.get_num_threads(), iter([1])
+    monkeypatch.setattr(swift_model, "usable_cores", lambda: 2)
     monkeypatch.setattr(swift_model, "runnable_elsewhere", lambda: next(seen, 0))
     prop = q.propose(text, valid, n=5)
     assert (q.first_threads, q.last_threads) == (1, 2) and torch.get_num_threads() == before
     assert {**prop.to_dict(), "latency_s": 0.0} == numbers(2)[0]
+
+
+def test_the_operations_a_thread_count_would_change_run_on_one_thread():
+    """The float products of `row_major_float_linears` run inside `one_thread`, whatever torch's setting, which is
+    given back afterwards."""
+    import torch
+
+    from agent_core.swift.architectures import row_major_float_linears
+
+    seen = []
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3))
+    row_major_float_linears(model)
+    real = torch.addmm
+    try:
+        torch.addmm = lambda *a, **k: (seen.append(torch.get_num_threads()), real(*a, **k))[1]
+        before = torch.get_num_threads()
+        torch.set_num_threads(2)
+        y = model(torch.ones(2, 4))
+    finally:
+        torch.addmm = real
+        after = torch.get_num_threads()
+        torch.set_num_threads(before)
+    assert y.shape == (2, 3) and seen == [1] and after == 2
 
 
 def test_a_swift_call_takes_the_free_cores(monkeypatch):

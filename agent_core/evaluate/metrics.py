@@ -30,7 +30,7 @@ MECHANISM_COLUMNS = (
 )
 UNKNOWN_ACTION = "No known action matches that input"  # ScienceWorld's answer to an action naming nothing in view
 # every LLMTimeoutError's message says how long was waited ("did not finish within 120 s", "busy for more than 60 s")
-_TIMEOUT = re.compile(r"\b(within|for more than) [0-9.]+ s\b")
+_TIMEOUT = re.compile(r"\b(within|for more than) [0-9.e+]+ s\b")
 
 
 def llm_failure(error: str) -> str:

@@ -183,8 +183,11 @@ def picks_markdown(res: dict[str, Any]) -> list[str]:
     for k in keys:
         lines.append(f"| {'a command of its own' if k == 'own' else k} | " +
                      " | ".join(str(totals[p].get(k, 0)) for p in order) + " |")
-    lines.append("| **largest share** | " + " | ".join(
-        f"{100 * max(t.values()) / sum(t.values()):.0f}% (position {max(t, key=t.get)})" for t in totals.values()) + " |")
+    def largest(t: dict[str, int]) -> str:
+        k = min(t, key=lambda k: (-t[k], keys.index(k)))  # a tie: the first position
+        return f"{100 * t[k] / sum(t.values()):.0f}% ({'its own commands' if k == 'own' else f'position {k}'})"
+
+    lines.append("| **largest share** | " + " | ".join(largest(t) for t in totals.values()) + " |")
     return lines
 
 

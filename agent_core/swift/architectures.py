@@ -118,12 +118,12 @@ def row_major_float_linears(model) -> None:
     """Hold every float Linear's weight transposed and contiguous (in x out) and compute it as one addmm, in place.
 
     Two reasons. With Swift's small batches (10 beams), torch's `F.linear` over the usual (out x in) layout takes
-    about twice as long for the output layer (10 x 384 -> 2,915 words). And these are the model's only operations
-    whose result depends on the number of threads: MKL splits a float product differently on 1 and 2 threads (on
-    some CPUs even in this layout: an AMD EPYC gave a different last bit for the 10 x 384 -> 384 layer). So they
-    always run on one thread; every other operation (the int8 layers, attention, layer norms) gives the same bits on
-    any thread count, and Swift may use whatever cores are free without changing a single choice (`SwiftModel`
-    picks them per call). Small products: one thread costs ~0.1 ms a decoder step. The int8 layers are left
+    about twice as long for the output layer (10 x 384 -> 2,915 words). And a float product's result depends on
+    the number of threads: MKL splits it differently on 1 and 2 threads (on some CPUs even in this layout: an AMD
+    EPYC gave a different last bit for the 10 x 384 -> 384 layer), so these layers run on one thread
+    (`one_thread`), as the decoder's attention does; the int8 layers (int32 sums), layer norms and the encoder
+    give the same bits on any thread count, so Swift may use whatever cores are free without changing a single
+    choice (`SwiftModel` picks them per call). Small products: one thread costs little. The int8 layers are left
     alone: call this after `quantize_int8`."""
     import torch
 

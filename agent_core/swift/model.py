@@ -19,9 +19,10 @@ Decoding gives three things per step (docs/AGENT.md §2 and the controller's nee
 
 On a CPU the model runs with int8 dynamic quantization of its linear layers (`quantize="int8"`): about 2.3x
 faster per step; docs/BENCHMARKS.md has its effect on the agent's score. Every computation Swift makes gives the
-same numbers on 1 and on 2 threads (the float layers are held row-major for that, `row_major_float_linears`), so
-each call takes the cores that are free when it starts (`free_cores`, at most 2 by default) without changing what
-Swift chooses.
+same numbers on 1 and on 2 threads (the few whose result a CPU's math library splits by thread count, the float
+products and the decoder's attention, run on one thread: `one_thread`), so each call takes the cores that are free
+(`free_cores`, at most 2 by default; when it starts, and more between its phases) without changing what Swift
+chooses.
 
 The tokenizers are in tokenizer.py, the architectures' builders, loading and quantization in architectures.py;
 every name stays importable from here.
@@ -187,8 +188,8 @@ class SwiftModel:
         # as one thread's); each call takes the free ones (`free_cores`)
         self.threads = threads if threads > 0 else min(usable_cores(), CHECKED_THREADS)
         self._local = threading.local()  # its depth: nested calls (propose -> focus_scores) keep the outer setting
-        # the threads the last call used at its start and at its end (it takes more as cores come free), and when
-        # it ended
+        # the threads the last finished call used at its start and at its end (it takes more as cores come free),
+        # and when it ended; a call's own count is thread-local
         self.first_threads, self.last_threads, self._last_end = 1, 1, 0.0
         torch.set_flush_denormal(True)
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -239,11 +240,12 @@ class SwiftModel:
         before, n = torch.get_num_threads(), free_cores(self.threads, spinning)
         if n != before:
             torch.set_num_threads(n)
-        local.depth, self.last_threads, self.first_threads = 1, n, n
+        local.depth, local.threads = 1, n
         try:
             yield
         finally:
             local.depth, self._last_end = 0, time.perf_counter()
+            self.first_threads, self.last_threads = n, local.threads  # published once the call is over
             if torch.get_num_threads() != before:
                 torch.set_num_threads(before)
 
@@ -253,12 +255,13 @@ class SwiftModel:
         encoder takes; the numbers are the same on any thread count, so only the time changes."""
         import torch
 
-        if getattr(self._local, "depth", 0) != 1 or self.last_threads >= self.threads:
+        local = self._local
+        if getattr(local, "depth", 0) != 1 or local.threads >= self.threads:
             return
         n = free_cores(self.threads)
-        if n > self.last_threads:
+        if n > local.threads:
             torch.set_num_threads(n)
-            self.last_threads = n
+            local.threads = n
 
     def targets(self, actions: Sequence[str]) -> list[list[int]]:
         """target_ids of the actions (EOS-terminated, cut to max_output_tokens), tokenized once per action."""
