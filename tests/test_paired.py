@@ -117,6 +117,10 @@ def test_sage_pick_positions_and_llm_timeouts_are_counted_and_reported(tmp_path)
     assert totals["sage_picks"] == {"11": 2, "2": 1, "own": 1} and totals["llm_failures"]["timeout"] == 1
     text = "\n".join(picks_markdown({"preset_order": ["baseline"], "presets": {"baseline": {"totals": totals}}}))
     assert "| 2 | 1 |\n| 11 | 2 |\n| a command of its own | 1 |" in text and "| **largest share** | 50% (position 11) |" in text
+    from agent_core.evaluate.report import llm_calls_markdown
+
+    assert llm_calls_markdown({"preset_order": ["baseline"], "presets": {"baseline": {"totals": totals}}}) == [
+        "", "**LLM calls:** Baseline 5 (1 timed out, 1 failed otherwise)."]
     tie = {"preset_order": ["baseline", "full"], "presets": {"baseline": {"totals": {"sage_picks": {"own": 1, "3": 1}}},
                                                               "full": {"totals": {"sage_picks": {"own": 2, "1": 1}}}}}
     assert "| **largest share** | 50% (position 3) | 67% (its own commands) |" in "\n".join(picks_markdown(tie))

@@ -141,6 +141,7 @@ def markdown(res: dict[str, Any]) -> str:
         for k in keys:
             lines.append(f"| {k} | " + " | ".join(str(res["presets"][p]["totals"][name].get(k, 0)) for p in order) + " |")
     lines += picks_markdown(res)
+    lines += llm_calls_markdown(res)
     lines += paired_markdown(res)
     tasks = {}
     for p in order:
@@ -189,6 +190,19 @@ def picks_markdown(res: dict[str, Any]) -> list[str]:
 
     lines.append("| **largest share** | " + " | ".join(largest(t) for t in totals.values()) + " |")
     return lines
+
+
+def llm_calls_markdown(res: dict[str, Any]) -> list[str]:
+    """Every preset's LLM calls and how many failed, stated even when none did: a timed-out call hands its step to
+    Swift, so an evaluation of the agent should have none."""
+    parts = []
+    for p in res["preset_order"]:
+        t = res["presets"][p]["totals"]
+        calls, fails = sum(t.get("llm_calls", {}).values()), t.get("llm_failures", {})
+        if calls:
+            parts.append(f"{PRESET_LABEL.get(p, p)} {calls} ({fails.get('timeout', 0)} timed out, "
+                         f"{fails.get('other', 0)} failed otherwise)")
+    return ["", "**LLM calls:** " + "; ".join(parts) + "."] if parts else []
 
 
 def paired_markdown(res: dict[str, Any]) -> list[str]:
