@@ -3,6 +3,8 @@ Critic (scripted LLM: budget, cooldown, messy answers, repeats, failure; one rea
 model), the ambiguity menu, and the same looping Swift under Baseline and +SRM."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from agent_core.actions import verb_of
@@ -296,8 +298,10 @@ def test_ambiguity_menu_under_baseline_and_srm(tmp_path, fresh_env):
     proposed: list[str] = []
 
     def in_turn(_state, valid):
-        want = "mix paint in" if proposed else "focus on paint in"
-        pick = min((a for a in valid if a.startswith(want)), key=lambda a: (proposed.count(a), len(a), a))
+        # the paint's own name varies too ("paint in cup", "paint on wood cup ...", "red paint in ..."): under load
+        # a JVM once listed no "focus on paint in ..." at all
+        want = re.compile(r"^mix (\w+ )?paint (in|on) " if proposed else r"^focus on (\w+ )?paint (in|on) ")
+        pick = min((a for a in valid if want.match(a)), key=lambda a: (proposed.count(a), len(a), a))
         proposed.append(pick)
         return pick
 
