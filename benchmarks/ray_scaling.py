@@ -35,6 +35,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # run from anywhere: spans_of reads traces with agent_core
 PLAN = ("Q1: The task needs the objects named in it; look around the rooms.\nQ2: None collected yet.\n"
         "Q3: Find the object first.\nQ4: Go to the room that has it.\nQ5: No mistake so far.")
 
@@ -98,17 +99,15 @@ def steady_rate(spans: list[tuple[float, float]], workers: int) -> float | None:
 
 def spans_of(results: dict) -> list[tuple[float, float]]:
     """Each finished episode's (start, end) wall-clock times, from its trace's header and summary."""
+    from agent_core.trace import read_episode
+
     out = []
     for e in results.get("episodes", []):
         if e.get("error") or not e.get("trace"):
             continue
-        with open(e["trace"]) as fh:
-            lines = fh.read().splitlines()
-        if not lines:
-            continue
-        head, tail = json.loads(lines[0]), json.loads(lines[-1])
-        if tail.get("kind") == "summary" and tail.get("ended_at"):
-            out.append((head["started_at"], tail["ended_at"]))
+        ep = read_episode(e["trace"])
+        if ep.summary is not None and ep.summary.ended_at:
+            out.append((ep.header.started_at, ep.summary.ended_at))
     return out
 
 

@@ -184,6 +184,7 @@ def picks_markdown(res: dict[str, Any]) -> list[str]:
     for k in keys:
         lines.append(f"| {'a command of its own' if k == 'own' else k} | " +
                      " | ".join(str(totals[p].get(k, 0)) for p in order) + " |")
+
     def largest(t: dict[str, int]) -> str:
         k = min(t, key=lambda k: (-t[k], keys.index(k)))  # a tie: the first position
         return f"{100 * t[k] / sum(t.values()):.0f}% ({'its own commands' if k == 'own' else f'position {k}'})"
