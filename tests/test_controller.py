@@ -116,7 +116,8 @@ def test_llm_failure_is_recorded_and_swift_acts(tmp_path, sw_env):
     assert r.trigger.name == "invalid" and r.system == "swift"
     assert r.llm_calls[0].error and "cannot reach" in r.llm_calls[0].error
     assert any("Sage failed" in n for n in r.notes)
-    assert read_episode(agent.trace_path).steps[0].llm_calls[0].error
+    back = read_episode(agent.trace_path).steps[0].llm_calls[0]
+    assert back.error and back.error_kind == "connection" and back.failure() == "connection"
 
 
 @pytest.mark.jvm

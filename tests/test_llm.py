@@ -151,6 +151,18 @@ def test_embedded_default_model_plans():
     assert any(w in text for w in ("stove", "pot", "sink", "water"))
 
 
+def test_every_failure_has_a_kind_for_the_step_record():
+    from agent_core.llm import LLMCancelled, LLMError, failure_of
+    cases = [(LLMTimeoutError("e", "m did not finish within 5 s"), "timeout"),
+             (LLMConnectionError("openai", "refused"), "connection"), (LLMHTTPError("openai", "HTTP 500"), "http"),
+             (LLMMalformedReply("openai", "empty reply"), "malformed"), (LLMCancelled("e", "cancelled after 2 s"),
+                                                                       "cancelled"),
+             (LLMExhausted("scripted", "no more outputs"), "exhausted"), (LLMError("e", "NaN scores"), "llm")]
+    for exc, kind in cases:
+        assert failure_of(exc, "x") == (str(exc), kind)
+    assert failure_of(ValueError("bad state"), "embedded") == ("ValueError in the embedded backend: bad state", "crash")
+
+
 def test_scripted_backend_and_factory():
     be = ScriptedBackend(["one", ValueError("boom"), "two END three"])
     assert be.chat("a").text == "one"

@@ -285,6 +285,25 @@ def test_the_pick_is_the_best_scored_option_whatever_the_order():
     assert len(firsts) > 1
 
 
+def test_a_failed_call_records_its_kind_for_plans_and_picks():
+    """The step record keeps what kind of failure replaced a reply (the report counts timeouts by it, the Run page
+    tells a Pause from a failure by it), whichever of Sage's calls failed and however the backend broke."""
+    from agent_core.llm import LLMTimeoutError
+
+    def broken(e: Exception):
+        def scorer(_turn: str, _option: str) -> float:
+            raise e
+        return scorer
+
+    timeout = LLMTimeoutError("embedded", "qwen did not score 12 options within 120 s")
+    plan_fails = Sage(ScriptedBackend([timeout], scorer=_plan_scorer)).think(_ctx(KITCHEN_VALID, KITCHEN_VALID[:8]))
+    assert [(c.purpose, c.error_kind) for c in plan_fails.llm_calls] == [("plan", "timeout")] and not plan_fails.actions
+    pick_fails = Sage(ScriptedBackend(lambda t: PLAN, scorer=broken(RuntimeError("llama_decode returned -3"))))
+    res = pick_fails.think(_ctx(KITCHEN_VALID, KITCHEN_VALID[:8]))
+    assert [(c.purpose, c.error_kind) for c in res.llm_calls] == [("plan", None), ("ground", "crash")]
+    assert res.llm_calls[-1].error == "RuntimeError in the scripted backend: llama_decode returned -3"
+
+
 def test_the_pick_rule_decides_what_is_compared():
     """`sage.pick_rule`: the mean log-probability per token (default) or pmi, the summed log-probability after the
     plan less the option's log-probability as a command on its own (scored once per option and Sage). On a table

@@ -98,11 +98,16 @@ def test_sage_pick_positions_and_llm_timeouts_are_counted_and_reported(tmp_path)
     from agent_core.evaluate.report import picks_markdown
     from agent_core.trace import Episode, EpisodeHeader
 
-    assert llm_failure("[embedded] qwen did not finish within 120 s (prompt 900 tokens)") == "timeout"
-    assert llm_failure("[embedded] qwen was busy with other calls for more than 60 s") == "timeout"
-    assert llm_failure("[openai] no reply from http://127.0.0.1:8000/v1 within 30 s") == "timeout"
-    assert llm_failure("[openai] connection refused") == "other"
-    call = lambda err=None: LLMCall(purpose="plan", backend="embedded", model="m", prompt="", error=err)  # noqa: E731
+    call = lambda err=None, kind=None: LLMCall(purpose="plan", backend="embedded", model="m", prompt="",  # noqa: E731
+                                               error=err, error_kind=kind)
+    # the recorded kind decides; a trace from before the kind was recorded is read from the message's words
+    assert llm_failure(call("[openai] no reply from http://127.0.0.1:8000/v1 within 30 s", "timeout")) == "timeout"
+    assert llm_failure(call("[openai] the server waited for more than 5 s on its queue", "http")) == "other"
+    assert llm_failure(call("[embedded] qwen did not finish within 120 s (prompt 900 tokens)")) == "timeout"
+    assert llm_failure(call("[embedded] qwen was busy with other calls for more than 60 s")) == "timeout"
+    assert llm_failure(call("[embedded] qwen did not score 12 options within 1e+06 s")) == "timeout"
+    assert llm_failure(call("[openai] connection refused")) == "other"
+    assert call("[openai] cancelled after 3.2 s").failure() == "cancelled" and call().failure() is None
     steps = [_rec(1, "a", "sage", decisions=[SagePick(action="a", option=11, of=12)], llm_calls=[call()]),
              _rec(2, "b", "sage", decisions=[SagePick(action="b", option=11, of=12)], llm_calls=[call()]),
              _rec(3, "c", "sage", decisions=[SagePick(action="c", option=2, of=9)], llm_calls=[call()]),

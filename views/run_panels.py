@@ -181,7 +181,7 @@ def render_alerts(header: EpisodeHeader, records: list[StepRecord], t: int,
         st.info(f"**Why did control switch?** Rule **{rec.trigger.name}** fired: {rec.trigger.rule}. "
                 f"{consequence(rec)}", icon="⚡")
     for c in rec.llm_calls:
-        if c.error and "cancelled after" in c.error:  # Pause stopped it: the user's choice, not a failure
+        if c.failure() == "cancelled":  # Pause stopped it: the user's choice, not a failure
             whose = "Sage's" if c.purpose in ("plan", "ground", "focus_review") else "the"
             st.info(f"Pause stopped {whose} {c.purpose} call ({c.error.split('] ')[-1]}); the step went on without "
                     f"it" + (", with Swift's action." if whose == "Sage's" else "."), icon="⏸️")

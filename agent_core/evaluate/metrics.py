@@ -5,13 +5,12 @@ come from the task's gold-path length."""
 from __future__ import annotations
 
 import math
-import re
 import statistics
 from collections import Counter
 from typing import Any, Iterable
 
 from ..config import EvalConfig
-from ..trace import Episode
+from ..trace import Episode, LLMCall
 
 SAGE_PURPOSES = ("plan", "focus_review")  # one System-2 call = one of these (a plan is followed by its pick)
 GROUPS = ("Short", "Medium", "Long")
@@ -29,13 +28,10 @@ MECHANISM_COLUMNS = (
     ("unknown_action_plays", "plays the game did not know (\"No known action\")"),
 )
 UNKNOWN_ACTION = "No known action matches that input"  # ScienceWorld's answer to an action naming nothing in view
-# every LLMTimeoutError's message says how long was waited ("did not finish within 120 s", "busy for more than 60 s")
-_TIMEOUT = re.compile(r"\b(within|for more than) [0-9.e+]+ s\b")
-
-
-def llm_failure(error: str) -> str:
-    """An LLM call's recorded error as `timeout` or `other` (traces keep the message, not the exception's class)."""
-    return "timeout" if _TIMEOUT.search(error) else "other"
+def llm_failure(call: LLMCall) -> str:
+    """A failed LLM call as `timeout` or `other`: its recorded kind, or, in a trace from before the kind was
+    recorded, what its message says (LLMCall.failure)."""
+    return "timeout" if call.failure() == "timeout" else "other"
 
 
 def pick_position(option: int | None) -> str:
@@ -59,7 +55,7 @@ def episode_metrics(ep: Episode) -> dict[str, Any]:
     systems = Counter(r.system for r in steps)
     calls = Counter(c.purpose for r in steps for c in r.llm_calls)
     llm_errors = sum(1 for r in steps for c in r.llm_calls if c.error)
-    failures = Counter(llm_failure(c.error) for r in steps for c in r.llm_calls if c.error)
+    failures = Counter(llm_failure(c) for r in steps for c in r.llm_calls if c.error)
     picks = Counter(pick_position(d.option) for r in steps for d in r.decisions if d.kind == "sage_pick")
     n = len(steps)
     row: dict[str, Any] = {

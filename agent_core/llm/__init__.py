@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .base import (ChatResult, LLMBackend, LLMCancelled, LLMConnectionError, LLMError, LLMExhausted, LLMHTTPError,
                    LLMMalformedReply, LLMTimeoutError, Message, ScoreResult, ScoringUnsupported, as_messages,
-                   prompt_text)
+                   failure_of, prompt_text)
 from .scripted import ScriptedBackend
 
 BACKENDS = ("embedded", "openai", "scripted")
@@ -34,4 +34,4 @@ def make_backend(llm_cfg, script=None, seed: int = 0) -> LLMBackend:
 __all__ = ["BACKENDS", "ChatResult", "LLMBackend", "LLMCancelled", "LLMConnectionError", "LLMError", "LLMExhausted",
            "LLMHTTPError", "LLMMalformedReply", "LLMTimeoutError", "Message", "ScoreResult", "ScoringUnsupported",
            "ScriptedBackend",
-           "as_messages", "make_backend", "prompt_text"]
+           "as_messages", "failure_of", "make_backend", "prompt_text"]

@@ -87,6 +87,21 @@ class ScoringUnsupported(LLMError):
     """This backend or server cannot score given replies (no prompt log-probabilities): the caller generates."""
 
 
+# the step record keeps a failed call's kind next to its message (LLMCall.error_kind), so a report counts timeouts and
+# a page tells a Pause from a failure without reading the message's words
+ERROR_KINDS: tuple[tuple[type[LLMError], str], ...] = (
+    (LLMTimeoutError, "timeout"), (LLMConnectionError, "connection"), (LLMHTTPError, "http"),
+    (LLMMalformedReply, "malformed"), (LLMCancelled, "cancelled"), (LLMExhausted, "exhausted"))
+
+
+def failure_of(e: BaseException, backend: str) -> tuple[str, str]:
+    """An exception from a model call as the step record keeps it: (message, kind). Kind: one of ERROR_KINDS' names,
+    `llm` for another LLMError, `crash` for an exception that is not an LLMError (e.g. a RuntimeError in llama.cpp)."""
+    if isinstance(e, LLMError):
+        return str(e), next((kind for cls, kind in ERROR_KINDS if isinstance(e, cls)), "llm")
+    return f"{type(e).__name__} in the {backend} backend: {e}", "crash"
+
+
 def as_messages(prompt: str | Sequence[Message], system: str | None = None) -> list[Message]:
     if isinstance(prompt, str):
         msgs: list[Message] = [{"role": "user", "content": prompt}]

@@ -24,7 +24,7 @@ from typing import Sequence
 from ..actions import (MOVE_VERBS, action_key, argument_of, canonical, is_focus, names_everything, normalize,
                        same_verb_class, self_referential, strip_decorations, verb_of)
 from ..config import SageConfig
-from ..llm import LLMBackend, LLMError, ScoringUnsupported
+from ..llm import LLMBackend, ScoringUnsupported, failure_of
 from ..llm.base import Message, prompt_text
 from ..trace import ActionMapping, LLMCall
 from .choices import build_choices, format_choices, parse_choices, task_names
@@ -238,10 +238,8 @@ class Sage:
             call.latency_s, call.model = r.latency_s, r.model
             call.cpu_threads = int(r.extra.get("threads", 0) or 0)
             call.cached_tokens = int(r.extra.get("cached_tokens", 0) or 0)
-        except LLMError as e:
-            call.error = str(e)
-        except Exception as e:  # noqa: BLE001 - e.g. a RuntimeError inside llama.cpp: recorded, Swift acts
-            call.error = f"{type(e).__name__} in the {self.llm.name} backend: {e}"
+        except Exception as e:  # noqa: BLE001 - an LLMError, or e.g. a RuntimeError inside llama.cpp: recorded, Swift acts
+            call.error, call.error_kind = failure_of(e, self.llm.name)
         return call
 
     def _score(self, purpose: str, prompt: str | list[Message], options: Sequence[str],
@@ -256,22 +254,17 @@ class Sage:
             r = self.llm.score(prompt, list(options))
         except ScoringUnsupported:
             return call, None
-        except LLMError as e:
-            call.error = str(e)
-            return call, []
-        except Exception as e:  # noqa: BLE001 - e.g. a RuntimeError inside llama.cpp: recorded, Swift acts
-            call.error = f"{type(e).__name__} in the {self.llm.name} backend: {e}"
+        except Exception as e:  # noqa: BLE001 - an LLMError, or e.g. a RuntimeError inside llama.cpp: recorded, Swift acts
+            call.error, call.error_kind = failure_of(e, self.llm.name)
             return call, []
         values = r.mean
         self._parts = {}
         if self.cfg.pick_rule == "pmi" and purpose == "ground":  # the focus review compares like with like
             try:
                 alone = self._alone(options)
-            except LLMError as e:
-                call.error = f"scoring the options alone: {e}"
-                return call, []
             except Exception as e:  # noqa: BLE001 - as above
-                call.error = f"scoring the options alone: {type(e).__name__} in the {self.llm.name} backend: {e}"
+                message, call.error_kind = failure_of(e, self.llm.name)
+                call.error = f"scoring the options alone: {message}"
                 return call, []
             values = [lp - a for lp, a in zip(r.logprobs, alone)]
             self._parts = {o: (round(lp, 4), round(a, 4)) for o, lp, a in zip(options, r.logprobs, alone)}

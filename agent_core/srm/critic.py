@@ -14,7 +14,7 @@ from typing import Sequence
 from ..actions import (action_key, argument_of, is_focus, is_move, self_referential, treats_room_as_object,
                        unseen_words, verb_of)
 from ..config import SRMConfig
-from ..llm import LLMBackend, LLMError
+from ..llm import LLMBackend, failure_of
 from ..sage import parse_actions
 from ..swift.format import clean
 from ..trace import LLMCall, StagnationReport
@@ -165,7 +165,7 @@ class Critic:
             call.cpu_threads = int(r.extra.get("threads", 0) or 0)
             call.cached_tokens = int(r.extra.get("cached_tokens", 0) or 0)
         except Exception as e:  # noqa: BLE001 - LLMError, or e.g. a RuntimeError inside llama.cpp: never raised
-            call.error = str(e) if isinstance(e, LLMError) else f"{type(e).__name__} in the {self.llm.name} backend: {e}"
+            call.error, call.error_kind = failure_of(e, self.llm.name)
             call.latency_s = time.perf_counter() - t0
             return call, CriticAnswer()
         return call, parse_answer(call.output, self.cfg.critic_max_actions)

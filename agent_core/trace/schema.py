@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
 # code revision and the config hash. Version 1 traces still open: their missing fields keep their defaults.
 SCHEMA_VERSION = 2
 SUPPORTED_SCHEMAS = (1, 2)
+_TIMEOUT_TEXT = re.compile(r"\b(within|for more than) [0-9.e+]+ s\b")  # LLMCall.failure on traces without error_kind
 
 
 class TraceError(ValueError):
@@ -142,9 +144,24 @@ class LLMCall:
     completion_tokens: int = 0
     latency_s: float = 0.0
     error: str | None = None
+    # timeout | connection | http | malformed | cancelled | exhausted | llm | crash (agent_core.llm.failure_of);
+    # None when the call succeeded, and in traces recorded before the field (see `failure`)
+    error_kind: str | None = None
     cpu_threads: int = 0  # the embedded model's CPU threads for this call (0: not an embedded call, or not known)
     # prompt tokens the model did not read again: llama.cpp's cache held them from the call before (embedded only)
     cached_tokens: int = 0
+
+    def failure(self) -> str | None:
+        """None when the call succeeded, else its kind; a trace recorded before `error_kind` existed is read from the
+        message: every timeout's says how long was waited ("did not finish within 120 s", "busy for more than
+        60 s"), a Pause's says "cancelled after", anything else is `other`."""
+        if not self.error:
+            return None
+        if self.error_kind:
+            return self.error_kind
+        if _TIMEOUT_TEXT.search(self.error):
+            return "timeout"
+        return "cancelled" if "cancelled after" in self.error else "other"
 
 
 @dataclass
