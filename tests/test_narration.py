@@ -18,8 +18,9 @@ def _rec(**kw) -> StepRecord:
     return StepRecord(**base)
 
 
-def _call(purpose="plan", error=None):
-    return LLMCall(purpose=purpose, backend="embedded", model="m", prompt="p", output="" if error else "x", error=error)
+def _call(purpose="plan", error=None, kind=None):
+    return LLMCall(purpose=purpose, backend="embedded", model="m", prompt="p", output="" if error else "x", error=error,
+                   error_kind=kind)
 
 
 def _text(rec) -> str:
@@ -39,6 +40,10 @@ def _text(rec) -> str:
     ("gate1_drops", "sage", [_call(), _call("ground")], ["Gate-1 dropped the actions it had"]),
     ("invalid", "swift", [_call(error="cannot reach the LLM server at http://x")],
      ["its model call failed (cannot reach the LLM server", "so Swift's 'pick up metal pot' was taken"]),
+    ("invalid", "swift", [_call(error="[embedded] m did not finish within 120 s", kind="timeout")],
+     ["its model call timed out (", "so Swift's 'pick up metal pot' was taken"]),
+    ("invalid", "swift", [_call(error="[embedded] cancelled after 12 tokens", kind="cancelled")],
+     ["its model call was stopped by Pause (", "so Swift's 'pick up metal pot' was taken"]),
     ("stuck", "swift", [_call(), _call("ground")], ["Sage gave nothing better, so Swift's 'pick up metal pot'"]),
 ])
 def test_switching_triggers_name_the_actor_and_the_reason(trigger, system, calls, expect):

@@ -72,7 +72,8 @@ def actor_sentence(rec: StepRecord, header: EpisodeHeader | None = None) -> str:
         ask = "so Sage was asked to check which object to focus on" if trig.name == "critical" else "so Sage was asked"
         lead = f"Swift wanted to {_q(wanted)}; {why}, {ask}" if wanted else f"{why.capitalize()}, {ask}"
         if failed is not None:
-            return f"{lead}, but its model call failed ({failed.error[:90]}), so Swift's {_q(rec.action)} was taken."
+            how = {"cancelled": "was stopped by Pause", "timeout": "timed out"}.get(failed.failure() or "", "failed")
+            return f"{lead}, but its model call {how} ({failed.error[:90]}), so Swift's {_q(rec.action)} was taken."
         if rec.system == "sage":
             picked = "it picked" if any(c.purpose in ("ground", "focus_review") for c in rec.llm_calls) else "it chose"
             return f"{lead}: {picked} {_q(rec.action)}."
