@@ -290,6 +290,46 @@ def test_the_operations_a_thread_count_would_change_run_on_one_thread():
     assert y.shape == (2, 3) and seen == [1] and after == 2
 
 
+def test_one_thread_holds_while_another_session_sets_the_thread_count():
+    """The app serves every browser session from one Swift model, each session in its own OS thread: a call inside
+    `one_thread` must stay on one thread while another session's call sets torch's count. torch keeps the count
+    per OS thread (OpenMP's own, MKL's local one), which this checks, in both directions."""
+    import threading
+
+    import torch
+
+    from agent_core.swift.architectures import one_thread
+
+    inside, changed, left, seen = threading.Event(), threading.Event(), threading.Event(), {}
+
+    def session_a() -> None:
+        torch.set_num_threads(2)
+        with one_thread():
+            inside.set()
+            changed.wait(10)
+            seen["a_inside"] = torch.get_num_threads()
+        seen["a_after"] = torch.get_num_threads()
+        left.set()
+
+    def session_b() -> None:
+        torch.set_num_threads(3)
+        inside.wait(10)
+        seen["b_while_a_inside"] = torch.get_num_threads()
+        torch.set_num_threads(3)
+        changed.set()
+        left.wait(10)
+        seen["b_after_a_left"] = torch.get_num_threads()
+
+    before = torch.get_num_threads()
+    threads = [threading.Thread(target=f) for f in (session_a, session_b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    assert torch.get_num_threads() == before
+    assert seen == {"a_inside": 1, "a_after": 2, "b_while_a_inside": 3, "b_after_a_left": 3}
+
+
 def test_a_swift_call_takes_the_free_cores(monkeypatch):
     import agent_core.swift.model as swift_model
 
