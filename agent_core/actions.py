@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from functools import lru_cache
 from typing import Mapping, Sequence
 
 # ScienceWorld's action templates by their verb (`getPossibleActions()`), longest first so that
@@ -82,18 +83,25 @@ def strip_decorations(text: str) -> tuple[str, list[str]]:
     return single, kinds
 
 
+_ALIASES_LONGEST_FIRST = tuple(sorted(VERB_ALIASES, key=len, reverse=True))
+
+
+# split_verb and verb_of are asked about the same few hundred valid actions at every step (Swift's focus check,
+# Gate-1, Sage's list): cached, a step spends ~0.1 ms on them instead of ~3 ms
+@lru_cache(maxsize=1 << 16)
 def split_verb(s: str) -> tuple[str, str]:
     """(the verb as written, its template verb) of a canonical action; real verbs win over aliases
     ("put down" is a verb, "put" an alias of "move")."""
     for v in VERBS:
         if s == v or s.startswith(v + " "):
             return v, v
-    for alias in sorted(VERB_ALIASES, key=len, reverse=True):
+    for alias in _ALIASES_LONGEST_FIRST:
         if s == alias or s.startswith(alias + " "):
             return alias, VERB_ALIASES[alias]
     return "", ""
 
 
+@lru_cache(maxsize=1 << 16)
 def verb_of(action: str) -> str:
     """The template verb of an action ("pick up", "focus on", ...), aliases resolved; "" when none fits."""
     return split_verb(canonical(action))[1]
