@@ -28,6 +28,8 @@ MECHANISM_COLUMNS = (
     ("unknown_action_plays", "plays the game did not know (\"No known action\")"),
 )
 UNKNOWN_ACTION = "No known action matches that input"  # ScienceWorld's answer to an action naming nothing in view
+
+
 def llm_failure(call: LLMCall) -> str:
     """A failed LLM call as `timeout` or `other`: its recorded kind, or, in a trace from before the kind was
     recorded, what its message says (LLMCall.failure)."""
