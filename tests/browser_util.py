@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = Path(os.environ.get("SWIFTSAGE_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+SERVERS: dict[str, int] = {}  # url -> the served app's process id (its process group has the same id)
 
 
 def free_port() -> int:
@@ -67,8 +68,10 @@ def served_app(runs_dir: Path, log_path: Path, env: dict[str, str] | None = None
     url = f"http://127.0.0.1:{port}"
     try:
         wait_for_http(f"{url}/_stcore/health", proc, log_path, start_timeout, "streamlit")
+        SERVERS[url] = proc.pid
         yield url
     finally:
+        SERVERS.pop(url, None)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)
         try:
@@ -110,9 +113,24 @@ def unlock_live_run(page, url: str, passcode: str) -> None:
     pw = page.get_by_test_id("stTextInputField").and_(page.get_by_label("Teacher passcode"))
     pw.fill(passcode)
     click_button(page, "Unlock")  # a form: the passcode goes with the click
+    side.get_by_text("Classroom: teacher controls on").wait_for(timeout=180_000)
     # the unlocked run draws "Live run"; under a loaded CI (two workers, JVMs, models) it once took over 60 s
     side.get_by_text("Live run", exact=True).click(timeout=180_000)
     page.get_by_role("button", name="Reset", exact=True).wait_for(timeout=60_000)
+
+
+def group_nices(url: str, comm: str) -> list[int]:
+    """The nice values of the served app's processes named `comm` (e.g. the ScienceWorld JVMs, `java`)."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:  # gone meanwhile
+            continue
+        name, rest = text[text.index("(") + 1:text.rindex(")")], text[text.rindex(")") + 2:].split()
+        if name == comm and int(rest[2]) == SERVERS[url]:  # rest: state, ppid, pgrp, ... nice is field 19 of stat
+            out.append(int(rest[16]))
+    return out
 
 
 def click_button(page, name: str) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 import time
@@ -16,8 +17,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from agent_core.config import LLMConfig
-from tests.browser_util import (ROOT, chromium_page, click_button, served_app, unlock_live_run, wait_for_step,
-                                wait_idle)
+from tests.browser_util import (ROOT, chromium_page, click_button, group_nices, served_app, unlock_live_run,
+                                wait_for_step, wait_idle)
 from tests.llm_server import BadServer
 
 EXAMPLE = ROOT / "assets" / "episodes" / "inclined-plane-friction-named-surfaces-v1038-full.jsonl"
@@ -292,6 +293,8 @@ def test_locked_class_in_chromium_teacher_unlocks_and_a_follower_sees_each_step(
         wait_for_step(page, 0, 180)
         wait_idle(page)
         assert "?follow=live" in page.get_by_test_id("stMain").inner_text()
+        # the teacher's JVM runs at the server's priority, not at a visitor's (the browser was one before Unlock)
+        assert group_nices(url, "java") and set(group_nices(url, "java")) == {os.getpriority(os.PRIO_PROCESS, 0)}
         for k in range(1, 4):
             click_button(page, "Step")
             wait_for_step(page, k, 120)
@@ -374,3 +377,51 @@ def test_visitors_pages_are_drawn_below_the_teachers_run(monkeypatch):
     assert nice_after_call() == min(19, base + share.VISITOR_NICE)
     monkeypatch.setattr(share, "unlocked", lambda: True)  # the teacher's browser: normal priority
     assert nice_after_call() == base
+
+
+def test_a_thread_that_becomes_the_teachers_gets_its_priority_back(monkeypatch):
+    """Streamlit runs the rerun of a click made while the page still draws (the teacher's Unlock) in the thread of
+    the interrupted run. That visitor's thread was lowered; the teacher's run must not keep the lower priority,
+    nor hand it to what it starts (the agent's step thread, a ScienceWorld JVM)."""
+    import os
+    import subprocess
+    import threading
+
+    from views import share
+
+    if not share._reversible():
+        pytest.skip("this machine cannot give a thread its priority back (no CAP_SYS_NICE)")
+    monkeypatch.setenv("SWIFTSAGE_SHARE", "1")
+    state = {"unlocked": False}
+    monkeypatch.setattr(share, "unlocked", lambda: state["unlocked"])
+    seen: dict[str, int] = {}
+
+    def nice() -> int:
+        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    def one_session_thread() -> None:
+        share.lower_priority_for_visitors()  # a visitor's run
+        seen["visitor"] = nice()
+        share.lower_priority_for_visitors()  # a second visitor's run in the same thread: lowered once, not twice
+        seen["visitor again"] = nice()
+        state["unlocked"] = True  # the Unlock callback ran; the rerun starts in this thread
+        share.lower_priority_for_visitors()
+        seen["teacher"] = nice()
+        child: dict[str, int] = {}
+        th = threading.Thread(target=lambda: child.update(nice=nice()))  # the agent's step thread
+        th.start()
+        th.join()
+        seen["step thread"] = child["nice"]
+        out = subprocess.run(["sh", "-c", "cut -d' ' -f19 /proc/self/stat"], capture_output=True, text=True)
+        seen["process"] = int(out.stdout)  # a process started here (as the JVM is)
+        state["unlocked"] = False  # locked again ("Lock this browser again"): lowered again
+        share.lower_priority_for_visitors()
+        seen["locked again"] = nice()
+
+    base = os.getpriority(os.PRIO_PROCESS, os.getpid())
+    th = threading.Thread(target=one_session_thread)
+    th.start()
+    th.join()
+    low = min(19, base + share.VISITOR_NICE)
+    assert seen == {"visitor": low, "visitor again": low, "teacher": base, "step thread": base, "process": base,
+                    "locked again": low}

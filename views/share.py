@@ -17,8 +17,10 @@ another address), the app is in **share mode**:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hmac
 import ipaddress
+import logging
 import os
 import threading
 import time
@@ -35,6 +37,7 @@ from views import sources
 ROOT = sources.ROOT
 BACKENDS = ("embedded", "openai")
 S = st.session_state
+log = logging.getLogger(__name__)
 
 # ----------------------------------------------------------------------------- the operator's settings
 
@@ -254,21 +257,67 @@ def _unlock() -> None:
 
 
 VISITOR_NICE = 10  # how much lower a visitor's redraws run than the teacher's agent (Linux nice, per thread)
-_niced = threading.local()
+_niced = threading.local()  # .was: this thread's priority before a visitor's run lowered it
+
+
+def _normal_nice() -> int:
+    """The server's own priority: its main thread's (on Linux a thread's priority is its own, and a new thread or
+    process takes the priority of the thread that starts it)."""
+    return os.getpriority(os.PRIO_PROCESS, os.getpid())
+
+
+@functools.cache
+def _reversible() -> bool:
+    """Can this server give a lowered thread its priority back? Only root (CAP_SYS_NICE) or a raised RLIMIT_NICE
+    may lower a nice value. Tried once on a throwaway thread."""
+    out: list[bool] = []
+
+    def probe() -> None:
+        tid, normal = threading.get_native_id(), _normal_nice()
+        try:
+            os.setpriority(os.PRIO_PROCESS, tid, min(19, normal + VISITOR_NICE))
+            os.setpriority(os.PRIO_PROCESS, tid, normal)
+            out.append(os.getpriority(os.PRIO_PROCESS, tid) == normal)
+        except (AttributeError, OSError):
+            out.append(False)
+
+    th = threading.Thread(target=probe, name="nice-probe")
+    th.start()
+    th.join()
+    return out[0]
 
 
 def lower_priority_for_visitors() -> None:
     """In a shared app, a visitor's page is drawn at a lower CPU priority than the teacher's run: thirty followers
     redrawing after each step then take what the agent leaves, instead of slowing its next Swift step or Sage
-    call. Only this script run's thread is lowered (Streamlit starts a new one for each run of a page); the agent
-    steps in a thread of its own."""
-    if not share_mode() or unlocked() or getattr(_niced, "done", False):
+    call. Called at the start of every script run, on every page. Only this run's thread is lowered; the agent
+    steps in a thread of its own.
+
+    Streamlit runs a rerun asked for during a run (the teacher's Unlock click while the page still draws) in the
+    same thread, and a thread or process inherits the priority of the thread that starts it: so a thread that is
+    now the teacher's gets its priority back here, before it can start a JVM or the agent's step thread. Where
+    the priority could not be given back (no CAP_SYS_NICE), no visitor's thread is lowered at all."""
+    if not share_mode():
         return
-    _niced.done = True
+    tid = threading.get_native_id()
+    was = getattr(_niced, "was", None)
+    if unlocked():
+        if was is not None:
+            try:
+                os.setpriority(os.PRIO_PROCESS, tid, was)
+            except OSError as e:  # _reversible() said it could: say so rather than slow the teacher silently
+                log.warning("could not restore the priority of the teacher's thread: %s", e)
+            _niced.was = None
+        return
+    if was is not None:
+        return
     try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), VISITOR_NICE)
+        if not _reversible():
+            return
+        _niced.was = os.getpriority(os.PRIO_PROCESS, tid)
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, _niced.was + VISITOR_NICE))
     except (AttributeError, OSError):  # not Linux, or not allowed: the page is drawn at normal priority
-        pass
+        _niced.was = None
 
 
 # ----------------------------------------------------------------------------- the LLM a page may use
