@@ -103,7 +103,8 @@ if res.get("paired"):
     st.caption(f"Each preset against {ref} on the same task and variation: the mean difference in Final with its "
                "95% interval (an interval that contains 0 means this many pairs cannot tell the two apart), how "
                "many pairs took a different action somewhere, and how many losses a design rule (code, not a "
-               "model) decided. Below, every pair that diverged: the first step where the two parted and what "
+               "model) decided; a loss after Gate-1 dropped what the game rejected in the reference (a *saved* "
+               "step) is counted apart. Below, every pair that diverged: the first step where the two parted and what "
                "decided it. Select a row to open both episodes on the Compare page at that step.")
     st.dataframe(pd.DataFrame(ev.paired_rows(res)), hide_index=True, width="stretch")
     arows = ev.attribution_rows(res)

@@ -49,6 +49,28 @@ def test_first_divergence_and_attribution():
     assert attribute(guard, ref).kind == "rule"
 
 
+def test_a_drop_of_what_the_game_rejected_in_the_reference_is_a_saved_step():
+    """The reference played the dropped action at the same step (same past) and the game rejected it: the rule
+    spared a wasted step and is not charged with what followed. A drop of an action the game took stays a rule's."""
+    drop = _rec(3, "open cupboard", gate1=[Gate1Decision(source="swift", proposed="pick up metal pot", decision="DROP",
+                                                          result=None, reason="TARGET_NOT_VISIBLE")])
+    rejected = _rec(3, "pick up metal pot", action_valid=False)
+    rejected.observation = "No known action matches that input."
+    why = attribute(drop, rejected)
+    assert (why.mechanism, why.kind) == ("gate1:TARGET_NOT_VISIBLE", "saved") and "rejected" in why.detail
+    assert attribute(drop, _rec(3, "pick up metal pot")).kind == "rule"  # the game took it in the reference
+    assert attribute(drop, _rec(3, "look around", action_valid=False)).kind == "rule"  # another action was rejected
+    eps = {"b": [_rec(1, "look around"), rejected], "p": [_rec(1, "look around"), drop],
+           "b2": [_rec(1, "look around"), _rec(2, "pick up metal pot")], "p2": [_rec(1, "look around"), drop]}
+    rows = [{"preset": pre, "task": t, "task_index": i, "variation": 0, "final": f, "trace": tr}
+            for i, (t, pre, f, tr) in enumerate((("t1", "baseline", 30, "b"), ("t1", "full", 10, "p"),
+                                                 ("t2", "baseline", 30, "b2"), ("t2", "full", 10, "p2")))]
+    res = compare(rows, "full", read=lambda path: SimpleNamespace(steps=eps[path]))
+    assert (res.rule_losses, res.saved_losses) == (1, 1)
+    text = "\n".join(paired_markdown({"paired": {"full": res.to_dict()}}))
+    assert "| 2 | 1 | 1 |" in text and "gate1:TARGET_NOT_VISIBLE (saved)" in text
+
+
 def test_compare_pairs_by_task_and_variation_and_charges_each_divergence():
     eps = {
         "b1": [_rec(1, "look around"), _rec(2, "pick up metal pot")],

@@ -6,7 +6,9 @@ many pairs diverged (took a different action somewhere), and for each divergent 
 episodes part and what the preset's record says decided that step (a Gate-1 drop, a Critic call, a memory
 injection, Sage's pick, ...). Whether that decision was a design rule (the code decided: Gate-1, T1's replacement,
 the safeguard, a trigger) or a model's choice (Sage, the Critic, Swift reading memory) is part of the row, so a loss
-charged to a rule points at code to fix.
+charged to a rule points at code to fix. A Gate-1 drop of an action that the reference played at that step and the
+game rejected ("No known action matches that input") is its own kind, `saved`: the rule spared a step the game would
+have wasted, which is what it is for, and the two episodes then part by what the agents did next.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from typing import Any, Sequence
 from ..actions import action_key
 from ..trace import StepRecord, read_episode
 
-RULE, MODEL = "rule", "model"
+RULE, MODEL, SAVED = "rule", "model", "saved"
 
 
 @dataclass
@@ -63,7 +65,7 @@ def first_divergence(a: Sequence[StepRecord], b: Sequence[StepRecord]) -> int | 
 @dataclass
 class Attribution:
     mechanism: str  # gate1 | critic | sage_pick | focus_review | memory_swift | memory_sage | t1 | trigger | ...
-    kind: str  # rule | model
+    kind: str  # rule | model | saved (a rule dropped what the game rejected in the reference)
     detail: str
 
 
@@ -77,6 +79,10 @@ def attribute(rec: StepRecord, ref: StepRecord | None) -> Attribution:
     drops = [g for g in rec.gate1 if g.decision == "DROP" and g.source in ("swift", "sage")]
     if drops and (ref is None or action_key(rec.action) != action_key(drops[0].proposed)):
         g = drops[0]
+        if ref is not None and ref.action_valid is False and action_key(ref.action) == action_key(g.proposed):
+            return Attribution(f"gate1:{g.reason}", SAVED,
+                               f"Gate-1 dropped {g.source}'s '{g.proposed}' ({g.reason}); the reference played it and "
+                               f"the game rejected it: a step saved, then each agent chose its own next action")
         return Attribution(f"gate1:{g.reason}", RULE, f"Gate-1 dropped {g.source}'s '{g.proposed}' ({g.reason})")
     t1 = kinds.get("t1_retry")
     if t1 is not None and t1.valid and not getattr(t1, "outside_top_k", 0):
@@ -132,6 +138,7 @@ class PresetPairs:
     rows: list[PairRow] = field(default_factory=list)
     by_mechanism: dict[str, dict[str, float]] = field(default_factory=dict)  # mechanism -> pairs, total change
     rule_losses: int = 0  # pairs that lost Final where a design rule decided the first divergent step
+    saved_losses: int = 0  # pairs that lost Final after a drop of what the game rejected in the reference (not a harm)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -177,7 +184,8 @@ def compare(rows: list[dict[str, Any]], preset: str, reference: str = "baseline"
     return PresetPairs(preset=preset, reference=reference, interval=interval,
                        diverged=sum(1 for r in out_rows if r.diverged_at is not None), rows=out_rows,
                        by_mechanism=dict(sorted(by.items(), key=lambda kv: kv[1]["change"])),
-                       rule_losses=sum(1 for r in out_rows if r.kind == RULE and r.diff < 0))
+                       rule_losses=sum(1 for r in out_rows if r.kind == RULE and r.diff < 0),
+                       saved_losses=sum(1 for r in out_rows if r.kind == SAVED and r.diff < 0))
 
 
 def paired_section(rows: list[dict[str, Any]], order: list[str], reference: str | None = None) -> dict[str, Any]:
