@@ -20,7 +20,7 @@ pytestmark = pytest.mark.xdist_group("test_ask")
 ROOT = Path(__file__).resolve().parents[1]
 FULL = ROOT / "assets" / "episodes" / "inclined-plane-friction-named-surfaces-v1038-full.jsonl"
 AMM = ROOT / "assets" / "episodes" / "inclined-plane-friction-named-surfaces-v1038-amm.jsonl"  # ends on a focus
-BOIL = ROOT / "assets" / "evaluations" / "cpu-10x1x30" / "traces" / "baseline" / "boil-v21-baseline.jsonl"
+BOIL = ROOT / "assets" / "evaluations" / "cpu-30x2x30" / "traces" / "baseline" / "boil-v21-baseline.jsonl"
 IDS = ["m000004", "m000009", "m000001"]
 
 

@@ -160,8 +160,9 @@ def test_evaluate_page_opens_the_shipped_cpu_evaluation_on_a_fresh_install(monke
     at = AppTest.from_file(str(ROOT / "pages" / "4_Evaluate.py"), default_timeout=TIMEOUT)
     at.run()
     assert not at.exception, at.exception
-    shipped = json.loads((ROOT / "assets" / "evaluations" / "cpu-10x1x30" / "results.json").read_text())
+    shipped = json.loads((ROOT / "assets" / "evaluations" / "cpu-30x2x30" / "results.json").read_text())
     table1 = at.dataframe[0].value
-    assert list(table1["config"]) == ["Baseline", "+AMM", "+SRM", "Full"] and list(table1["episodes"]) == [10] * 4
+    assert list(table1["config"]) == ["Baseline", "+AMM", "+SRM", "Full", "Swift alone"]
+    assert list(table1["episodes"]) == [60] * 5
     assert table1["Final"][0] == pytest.approx(shipped["presets"]["baseline"]["final"], abs=0.01)
-    assert "40 of 40 episodes finished" in _text(at)
+    assert "300 of 300 episodes finished" in _text(at)
