@@ -148,6 +148,18 @@ def normalize(action: str) -> str:
     return " ".join(ARTICLES.sub("", s).split())
 
 
+# what the game's parser takes in an object's name and its valid-action names leave out when the object is the only
+# one of its name in view: where it is ("thermometer in inventory") and a life stage ("apple tree in the adult stage")
+_WHERE = re.compile(r"\s+in\s+(?:inventory|(?:the\s+)?[a-z]+\s+stage)\b")
+
+
+def unlocated(action: str) -> str:
+    """`normalize(action)` without the 'in inventory' and life-stage qualifiers of its objects: `use thermometer in
+    inventory on substance in metal pot` -> `use thermometer on substance in metal pot` (gold paths name objects so;
+    the valid-action list does not, when one name is enough)."""
+    return " ".join(_WHERE.sub("", normalize(action)).split())
+
+
 _SELF_REF = re.compile(r"^(?:use|move|pour|dunk|connect)\s+(.+?)\s+(?:on|to|in|into)\s+(.+)$")
 
 
