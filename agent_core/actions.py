@@ -160,6 +160,26 @@ def unlocated(action: str) -> str:
     return " ".join(_WHERE.sub("", normalize(action)).split())
 
 
+_PART = re.compile(r"^(.+?)\s+(anode|cathode|terminal \d+)$")
+
+
+def part_namings(action: str) -> list[str]:
+    """The other ways the game names an electrical part in `connect A to B`: gold paths write `battery anode` and
+    `aluminum foil terminal 2`, the valid-action list `anode in battery` (and keeps `black wire terminal 2`).
+    Every combination of the two ends, the action's own first; just the action for any other verb."""
+    norm = unlocated(action)
+    if verb_of(norm) != "connect":
+        return [norm]
+    ends = argument_of(norm).split(" to ")
+    if len(ends) != 2:
+        return [norm]
+    ways = []
+    for end in ends:
+        m = _PART.match(end)
+        ways.append([end] + ([f"{m.group(2)} in {m.group(1)}"] if m else []))
+    return [f"connect {a} to {b}" for a in ways[0] for b in ways[1]]
+
+
 _SELF_REF = re.compile(r"^(?:use|move|pour|dunk|connect)\s+(.+?)\s+(?:on|to|in|into)\s+(.+)$")
 
 

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent_core.actions import action_key, normalize, self_referential, strip_decorations, unlocated, verb_of
+from agent_core.actions import (action_key, normalize, part_namings, self_referential, strip_decorations, unlocated,
+                                verb_of)
 from agent_core.env import catalog, parse_menu
 from agent_core.sage import map_action
 from agent_core.srm.gate1 import REASONS, Gate1, GateContext, menu_choice
@@ -223,3 +224,24 @@ def test_an_object_named_by_where_it_is_or_its_life_stage_is_the_same_object():
     assert d.decision == "DROP"
     # `put X in inventory` is a move, not a place: unchanged by the repair
     assert unlocated("put apple in inventory") == "move apple to inventory"
+
+
+def test_an_electrical_part_named_after_its_object_is_the_valid_part():
+    """Gold paths write `connect battery anode to orange wire terminal 1`; the list has `anode in battery` and
+    keeps `orange wire terminal 1` (benchmarks/gate1_on_gold.py: 18 accepted gold actions dropped)."""
+    valid = ["connect anode in battery to orange wire terminal 1",
+             "connect cathode in battery to orange wire terminal 1",
+             "connect terminal 2 in aluminum foil to black wire terminal 1",
+             "connect battery to orange wire terminal 1"]
+    ctx = GateContext(valid=valid, look="a battery\na orange wire\na black wire\na aluminum foil", inventory="")
+    g = Gate1()
+    for proposed, result in (("connect battery anode to orange wire terminal 1",
+                              "connect anode in battery to orange wire terminal 1"),
+                             ("connect aluminum foil terminal 2 to black wire terminal 1",
+                              "connect terminal 2 in aluminum foil to black wire terminal 1")):
+        d = g.check(proposed, "critic", ctx)
+        assert (d.decision, d.reason, d.result) == ("REPAIR", "REPAIR_WHERE", result), proposed
+    assert part_namings("connect battery anode to orange wire terminal 1") == [
+        "connect battery anode to orange wire terminal 1", "connect battery anode to terminal 1 in orange wire",
+        "connect anode in battery to orange wire terminal 1", "connect anode in battery to terminal 1 in orange wire"]
+    assert part_namings("open door to kitchen") == ["open door to kitchen"]
