@@ -1,8 +1,9 @@
 """How often Gate-1 fires against expert play: gold paths of train (or dev) variations replayed in the real game,
-Gate-1 run on every gold action in the state before it, as the agent runs it (the valid actions, the room and
-inventory text, the game's object names, the focus count). A drop of a gold action is a rule firing against a
-move that an expert made; the game's reply when the action is then played says whether the drop would have cost
-anything (accepted, rewarded) or spared a wasted step.
+Gate-1 run on every gold action in the state before it, as the agent runs it on Swift's actions (the valid
+actions, the room and inventory text, the game's object names, the focus count; no stagnation list, and no
+embedder, so not the nearest-match repair that the Critic's and Sage's free text may get). A drop of a gold
+action is a rule firing against a move that an expert made; the game's reply when the action is then played says
+whether the drop would have cost anything (accepted, rewarded) or spared a wasted step.
 
 Test variations are never used: a rule tuned on test failures would be tuned to the test.
 
@@ -31,6 +32,9 @@ from agent_core.task_catalog import catalog  # noqa: E402
 def drops_on_gold(split: str, variations: int, tasks: list[str], log=print) -> tuple[int, list[dict]]:
     """(gold steps checked, one dict per dropped gold action)."""
     cat = catalog()
+    names = {cat.get(i).name for i in range(len(cat.tasks))}
+    if set(tasks) - names:
+        raise SystemExit(f"unknown task(s): {', '.join(sorted(set(tasks) - names))}")
     gate = Gate1(SRMConfig())
     out: list[dict] = []
     steps = 0

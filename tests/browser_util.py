@@ -121,12 +121,16 @@ def unlock_live_run(page, url: str, passcode: str) -> None:
             unlocked.wait_for(timeout=60_000 if attempt == 0 else 180_000)
             break
         except Exception as e:  # noqa: BLE001
+            wait_idle(page, 180)  # a slow redraw of an Unlock that did arrive: let it finish before judging
             text = side.inner_text()
-            if attempt == 1 or "passcode" not in text or "not the teacher passcode" in text:
+            if unlocked.count():
+                break
+            if attempt == 1 or "not the teacher passcode" in text or "Too many" in text or not pw.count():
                 # say what the sidebar shows (a refusal, a page still drawing) rather than only "timeout"
                 raise AssertionError(f"the passcode did not unlock the page; the sidebar reads:\n{text}") from e
-            # no refusal and still locked: the click never reached the app (seen once in 7 runs); type and click again
-            print("unlock_live_run: still locked 60 s after Unlock, no refusal shown: typing and clicking again")
+            # still locked, no refusal, the box still there: the click never reached the app (2 of 8 runs, when it
+            # was made during the page's first draw); type and click again
+            print("unlock_live_run: still locked after Unlock, no refusal shown: typing and clicking again")
     # the unlocked run draws "Live run"; under a loaded CI (two workers, JVMs, models) it once took over 60 s
     side.get_by_text("Live run", exact=True).click(timeout=180_000)
     page.get_by_role("button", name="Reset", exact=True).wait_for(timeout=60_000)

@@ -170,7 +170,7 @@ def test_pause_stops_a_slow_sage_call_in_chromium(chromium, tmp_path):
             t0 = time.monotonic()
             click_button(page, "Pause")
             # said while the call still runs (a loaded CI machine takes a few seconds to redraw)
-            page.get_by_text("Stopping step").first.wait_for(timeout=15_000)
+            page.get_by_text("Stopping step").first.wait_for(timeout=20_000)
             said_s = time.monotonic() - t0
             page.get_by_text("Paused. The model call in progress was stopped").wait_for(timeout=30_000)
             stopped_s = time.monotonic() - t0

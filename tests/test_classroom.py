@@ -293,7 +293,8 @@ def test_locked_class_in_chromium_teacher_unlocks_and_a_follower_sees_each_step(
         wait_for_step(page, 0, 180)
         wait_idle(page)
         assert "?follow=live" in page.get_by_test_id("stMain").inner_text()
-        # the teacher's JVM runs at the server's priority, not at a visitor's (the browser was one before Unlock)
+        # the teacher's JVM runs at the server's priority, not at a visitor's (the browser was one before Unlock;
+        # a smoke check: the unlock above waits for the page's draw, so its rerun starts a fresh thread)
         assert group_nices(url, "java") and set(group_nices(url, "java")) == {os.getpriority(os.PRIO_PROCESS, 0)}
         for k in range(1, 4):
             click_button(page, "Step")
@@ -370,11 +371,14 @@ def test_visitors_pages_are_drawn_below_the_teachers_run(monkeypatch):
         return out["nice"]
 
     base = os.getpriority(os.PRIO_PROCESS, 0)
+    if base >= 19:
+        pytest.skip("the tests run at the lowest priority already: nothing lower to see")
     monkeypatch.setenv("SWIFTSAGE_SHARE", "0")
     assert nice_after_call() == base
     monkeypatch.setenv("SWIFTSAGE_SHARE", "1")
     monkeypatch.setattr(share, "unlocked", lambda: False)
-    assert nice_after_call() == min(19, base + share.VISITOR_NICE)
+    # lowered only where a thread that becomes the teacher's can get its priority back (root, CAP_SYS_NICE)
+    assert nice_after_call() == (min(19, base + share.VISITOR_NICE) if share._reversible() else base)
     monkeypatch.setattr(share, "unlocked", lambda: True)  # the teacher's browser: normal priority
     assert nice_after_call() == base
 
@@ -391,6 +395,8 @@ def test_a_thread_that_becomes_the_teachers_gets_its_priority_back(monkeypatch):
 
     if not share._reversible():
         pytest.skip("this machine cannot give a thread its priority back (no CAP_SYS_NICE)")
+    if os.getpriority(os.PRIO_PROCESS, os.getpid()) >= 19:
+        pytest.skip("the tests run at the lowest priority already: nothing lower to see")
     monkeypatch.setenv("SWIFTSAGE_SHARE", "1")
     state = {"unlocked": False}
     monkeypatch.setattr(share, "unlocked", lambda: state["unlocked"])

@@ -57,7 +57,7 @@ def test_a_drop_of_what_the_game_rejected_in_the_reference_is_a_saved_step():
     rejected = _rec(3, "pick up metal pot", action_valid=False)
     rejected.observation = "No known action matches that input."
     why = attribute(drop, rejected)
-    assert (why.mechanism, why.kind) == ("gate1:TARGET_NOT_VISIBLE", "saved") and "rejected" in why.detail
+    assert (why.mechanism, why.kind) == ("gate1-saved:TARGET_NOT_VISIBLE", "saved") and "rejected" in why.detail
     assert attribute(drop, _rec(3, "pick up metal pot")).kind == "rule"  # the game took it in the reference
     assert attribute(drop, _rec(3, "look around", action_valid=False)).kind == "rule"  # another action was rejected
     eps = {"b": [_rec(1, "look around"), rejected], "p": [_rec(1, "look around"), drop],
@@ -67,8 +67,14 @@ def test_a_drop_of_what_the_game_rejected_in_the_reference_is_a_saved_step():
                                                  ("t2", "baseline", 30, "b2"), ("t2", "full", 10, "p2")))]
     res = compare(rows, "full", read=lambda path: SimpleNamespace(steps=eps[path]))
     assert (res.rule_losses, res.saved_losses) == (1, 1)
+    assert res.by_mechanism["gate1-saved:TARGET_NOT_VISIBLE"]["kind"] == "saved"  # its own row in the table
+    assert res.by_mechanism["gate1:TARGET_NOT_VISIBLE"] == {"pairs": 1, "gained": 0, "lost": 1, "change": -20.0,
+                                                             "kind": "rule"}
     text = "\n".join(paired_markdown({"paired": {"full": res.to_dict()}}))
-    assert "| 2 | 1 | 1 |" in text and "gate1:TARGET_NOT_VISIBLE (saved)" in text
+    assert "| 2 | 1 | 1 |" in text and "gate1-saved:TARGET_NOT_VISIBLE (saved)" in text
+    old = res.to_dict()
+    del old["saved_losses"]  # a results.json written before saved steps were told apart
+    assert "| 2 | 1 | — |" in "\n".join(paired_markdown({"paired": {"full": old}}))
 
 
 def test_compare_pairs_by_task_and_variation_and_charges_each_divergence():

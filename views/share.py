@@ -273,18 +273,18 @@ def _reversible() -> bool:
     out: list[bool] = []
 
     def probe() -> None:
-        tid, normal = threading.get_native_id(), _normal_nice()
         try:
+            tid, normal = threading.get_native_id(), _normal_nice()
             os.setpriority(os.PRIO_PROCESS, tid, min(19, normal + VISITOR_NICE))
             os.setpriority(os.PRIO_PROCESS, tid, normal)
             out.append(os.getpriority(os.PRIO_PROCESS, tid) == normal)
-        except (AttributeError, OSError):
+        except (AttributeError, OSError):  # not Linux, or not allowed
             out.append(False)
 
     th = threading.Thread(target=probe, name="nice-probe")
     th.start()
     th.join()
-    return out[0]
+    return bool(out) and out[0]
 
 
 def lower_priority_for_visitors() -> None:
@@ -297,11 +297,9 @@ def lower_priority_for_visitors() -> None:
     same thread, and a thread or process inherits the priority of the thread that starts it: so a thread that is
     now the teacher's gets its priority back here, before it can start a JVM or the agent's step thread. Where
     the priority could not be given back (no CAP_SYS_NICE), no visitor's thread is lowered at all."""
-    if not share_mode():
-        return
     tid = threading.get_native_id()
     was = getattr(_niced, "was", None)
-    if unlocked():
+    if not share_mode() or unlocked():
         if was is not None:
             try:
                 os.setpriority(os.PRIO_PROCESS, tid, was)
@@ -417,6 +415,9 @@ def main() -> int:
         return 2
     print(f"LLM: {op.llm_label()}; teacher passcode: {'set' if op.passcode else 'none'}"
           + (f"; memory roots: {', '.join(op.memory_roots)}" if op.memory_roots else ""))
+    print("visitors' pages: " + ("drawn at a lower CPU priority than the teacher's run" if _reversible() else
+                                 "drawn at normal priority (lowering them needs root, CAP_SYS_NICE or a raised "
+                                 "RLIMIT_NICE, to give a thread that becomes the teacher's its priority back)"))
     return 0
 
 

@@ -64,7 +64,7 @@ def first_divergence(a: Sequence[StepRecord], b: Sequence[StepRecord]) -> int | 
 
 @dataclass
 class Attribution:
-    mechanism: str  # gate1 | critic | sage_pick | focus_review | memory_swift | memory_sage | t1 | trigger | ...
+    mechanism: str  # gate1:R | gate1-saved:R | critic | sage_pick | focus_review | memory_swift | memory_sage | ...
     kind: str  # rule | model | saved (a rule dropped what the game rejected in the reference)
     detail: str
 
@@ -80,7 +80,7 @@ def attribute(rec: StepRecord, ref: StepRecord | None) -> Attribution:
     if drops and (ref is None or action_key(rec.action) != action_key(drops[0].proposed)):
         g = drops[0]
         if ref is not None and ref.action_valid is False and action_key(ref.action) == action_key(g.proposed):
-            return Attribution(f"gate1:{g.reason}", SAVED,
+            return Attribution(f"gate1-saved:{g.reason}", SAVED,
                                f"Gate-1 dropped {g.source}'s '{g.proposed}' ({g.reason}); the reference played it and "
                                f"the game rejected it: a step saved, then each agent chose its own next action")
         return Attribution(f"gate1:{g.reason}", RULE, f"Gate-1 dropped {g.source}'s '{g.proposed}' ({g.reason})")

@@ -215,8 +215,8 @@ def paired_markdown(res: dict[str, Any]) -> list[str]:
     lines = ["", f"## Paired against {ref} (same task and variation)", "",
              f"Each preset's Final minus {ref}'s on the same task-variation; the interval is a 95% t-interval of "
              "the mean difference. A pair *diverged* when the two episodes took a different action somewhere.", "",
-             "A loss *decided by a design rule* parted at a step where code (Gate-1, the safeguard, a trigger, the loop "
-             "guard) overrode the agent; a loss *after a saved step* parted where Gate-1 dropped an action that "
+             "A loss *decided by a design rule* parted at a step where code (Gate-1, the safeguard, a trigger, the "
+             "loop guard) overrode the agent; a loss *after a saved step* parted where Gate-1 dropped an action that "
              f"{ref} played there and the game rejected (the rule spared a wasted step; what followed was each "
              "agent's own choice).", "",
              "| config | pairs | mean difference [95% interval] | diverged | losses decided by a design rule "
@@ -226,7 +226,8 @@ def paired_markdown(res: dict[str, Any]) -> list[str]:
         iv = d["interval"]
         sure = " (excludes 0)" if iv.get("excludes_zero") else ""
         lines.append(f"| {PRESET_LABEL.get(p, p)} | {iv['n']} | {iv['mean']:+.2f} [{iv['low']:+.2f}, "
-                     f"{iv['high']:+.2f}]{sure} | {d['diverged']} | {d['rule_losses']} | {d.get('saved_losses', 0)} |")
+                     f"{iv['high']:+.2f}]{sure} | {d['diverged']} | {d['rule_losses']} | "
+                     f"{d.get('saved_losses', '—')} |")  # — : written before saved steps were told apart
     lines += ["", "### Where the divergent pairs parted (first divergent step, by the mechanism that decided it)", "",
               "| config | mechanism | kind | pairs | gained | lost | total Final change |", "|---|---|---|---|---|---|---|"]
     for p, d in paired.items():
