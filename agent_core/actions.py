@@ -160,6 +160,23 @@ def unlocated(action: str) -> str:
     return " ".join(_WHERE.sub("", normalize(action)).split())
 
 
+_STAGED = re.compile(r"([a-z0-9]+) in (?:the )?([a-z]+) stage(?: in ([a-z0-9 ]+?))?(?= to | on | in |$)")
+
+
+def stages_shown(action: str, context: str) -> bool:
+    """Does the room or inventory text show each life stage the action names, for that object and (when it names
+    one) in that place? `apple tree in the reproducing stage in self watering flower pot 9` holds only when a line
+    of `context` has both `tree in the reproducing stage` and `self watering flower pot 9`. Dropping a stage that
+    is not so (a path remembered from another variation, whose pot 9 held another stage) would pick another
+    object, and a wrong focus ends the task."""
+    lines = [" ".join(line.lower().split()) for line in context.splitlines()]
+    for m in _STAGED.finditer(normalize(action)):
+        obj, stage, place = m.groups()
+        if not any(f"{obj} in the {stage} stage" in line and (not place or place in line) for line in lines):
+            return False
+    return True
+
+
 _PART = re.compile(r"^(.+?)\s+(anode|cathode|terminal \d+)$")
 
 

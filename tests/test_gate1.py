@@ -216,12 +216,13 @@ def test_an_object_named_by_where_it_is_or_its_life_stage_is_the_same_object():
                               "focus on apple tree in self watering flower pot 9")):
         d = g.check(proposed, "critic" if not proposed.startswith("focus") else "sage", ctx)
         assert (d.decision, d.reason, d.result) == ("REPAIR", "REPAIR_WHERE", result), proposed
-    # two oranges: the valid list names both by place, and the one in the inventory matches as written
-    d = g.check("move orange in inventory to green box", "critic", ctx)
-    assert (d.decision, d.result) == ("ACCEPT", "move orange in inventory to green box")
-    # a stage that is not in the list is no licence to pick another object: without a pot, two apple trees, no repair
-    d = g.check("focus on apple tree in the adult stage", "sage", ctx)
-    assert d.decision == "DROP"
+    # a stage the room does not show for that pot is no licence to take the pot's other tree: pot 4 holds a
+    # seedling (a path remembered from another variation, where pot 4 held the reproducing tree)
+    d = g.check("focus on apple tree in the reproducing stage in self watering flower pot 4", "sage", ctx)
+    assert (d.decision, d.reason) == ("DROP", "NOT_IN_VALID_ACTIONS")
+    # without a place: two apple trees in view, the list names both by pot, no single name to repair to
+    d = g.check("focus on apple tree in the seedling stage", "sage", ctx)
+    assert (d.decision, d.reason) == ("DROP", "NOT_IN_VALID_ACTIONS")
     # `put X in inventory` is a move, not a place: unchanged by the repair
     assert unlocated("put apple in inventory") == "move apple to inventory"
 
@@ -245,3 +246,7 @@ def test_an_electrical_part_named_after_its_object_is_the_valid_part():
         "connect battery anode to orange wire terminal 1", "connect battery anode to terminal 1 in orange wire",
         "connect anode in battery to orange wire terminal 1", "connect anode in battery to terminal 1 in orange wire"]
     assert part_namings("open door to kitchen") == ["open door to kitchen"]
+    # two ways of writing it are both in the list: not one object's name, no repair
+    two = GateContext(valid=valid + ["connect battery anode to terminal 1 in orange wire"], look=ctx.look, inventory="")
+    d = g.check("connect battery anode to orange wire terminal 1", "critic", two)
+    assert d.reason != "REPAIR_WHERE"

@@ -15,7 +15,7 @@ from typing import Callable, Mapping, Sequence
 
 from ..actions import (ARTICLES, MOVE_VERBS, action_key, argument_of, canonical, is_focus, names_everything,
                        normalize, part_namings, same_verb_class, seen_by_another_name, self_referential, split_verb,
-                       strip_decorations, unseen_words, verb_of)
+                       stages_shown, strip_decorations, unseen_words, verb_of)
 from ..config import SRMConfig
 from ..trace import Gate1Decision
 
@@ -255,7 +255,7 @@ class Gate1:
         # when no other object shares the name); a focus too: its object does not change
         named_so = {by_norm[w] for w in part_namings(text) if w != norm and w in by_norm
                     and same_verb_class(verb_of(by_norm[w]), verb)}
-        if len(named_so) == 1:
+        if len(named_so) == 1 and stages_shown(text, ctx.look + "\n" + ctx.inventory):
             return named_so.pop(), "REPAIR_WHERE", None
         if verb == "focus on":  # the object of a focus is never changed by a repair
             return None, "NOT_IN_VALID_ACTIONS", None
