@@ -148,6 +148,55 @@ def normalize(action: str) -> str:
     return " ".join(ARTICLES.sub("", s).split())
 
 
+# what the game's parser takes in an object's name and its valid-action names leave out when the object is the only
+# one of its name in view: where it is ("thermometer in inventory") and a life stage ("apple tree in the adult stage")
+_WHERE = re.compile(r"\s+in\s+(?:inventory|(?:the\s+)?[a-z]+\s+stage)\b")
+
+
+def unlocated(action: str) -> str:
+    """`normalize(action)` without the 'in inventory' and life-stage qualifiers of its objects: `use thermometer in
+    inventory on substance in metal pot` -> `use thermometer on substance in metal pot` (gold paths name objects so;
+    the valid-action list does not, when one name is enough)."""
+    return " ".join(_WHERE.sub("", normalize(action)).split())
+
+
+_STAGED = re.compile(r"([a-z0-9]+) in (?:the )?([a-z]+) stage(?: in ([a-z0-9 ]+?))?(?= to | on | in |$)")
+
+
+def stages_shown(action: str, context: str) -> bool:
+    """Does the room or inventory text show each life stage the action names, for that object and (when it names
+    one) in that place? `apple tree in the reproducing stage in self watering flower pot 9` holds only when a line
+    of `context` has both `tree in the reproducing stage` and `self watering flower pot 9`. Dropping a stage that
+    is not so (a path remembered from another variation, whose pot 9 held another stage) would pick another
+    object, and a wrong focus ends the task."""
+    lines = [" ".join(line.lower().split()) for line in context.splitlines()]
+    for m in _STAGED.finditer(normalize(action)):
+        obj, stage, place = m.groups()
+        if not any(f"{obj} in the {stage} stage" in line and (not place or place in line) for line in lines):
+            return False
+    return True
+
+
+_PART = re.compile(r"^(.+?)\s+(anode|cathode|terminal \d+)$")
+
+
+def part_namings(action: str) -> list[str]:
+    """The other ways the game names an electrical part in `connect A to B`: gold paths write `battery anode` and
+    `aluminum foil terminal 2`, the valid-action list `anode in battery` (and keeps `black wire terminal 2`).
+    Every combination of the two ends, the action's own first; just the action for any other verb."""
+    norm = unlocated(action)
+    if verb_of(norm) != "connect":
+        return [norm]
+    ends = argument_of(norm).split(" to ")
+    if len(ends) != 2:
+        return [norm]
+    ways = []
+    for end in ends:
+        m = _PART.match(end)
+        ways.append([end] + ([f"{m.group(2)} in {m.group(1)}"] if m else []))
+    return [f"connect {a} to {b}" for a in ways[0] for b in ways[1]]
+
+
 _SELF_REF = re.compile(r"^(?:use|move|pour|dunk|connect)\s+(.+?)\s+(?:on|to|in|into)\s+(.+)$")
 
 

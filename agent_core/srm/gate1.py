@@ -13,9 +13,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
-from ..actions import (ARTICLES, MOVE_VERBS, action_key, argument_of, canonical, is_focus, normalize,
-                       names_everything, same_verb_class, seen_by_another_name, self_referential, split_verb,
-                       strip_decorations, unseen_words, verb_of)
+from ..actions import (ARTICLES, MOVE_VERBS, action_key, argument_of, canonical, is_focus, names_everything,
+                       normalize, part_namings, same_verb_class, seen_by_another_name, self_referential, split_verb,
+                       stages_shown, strip_decorations, unseen_words, verb_of)
 from ..config import SRMConfig
 from ..trace import Gate1Decision
 
@@ -33,6 +33,9 @@ REASONS: dict[str, str] = {
     "REPAIR_ALIAS": "a known alias of the same command (go to X = teleport to X, turn on = activate, take = pick up)",
     "REPAIR_NAME": "the object's one-letter label (as in 'unknown substance U') is left out of the game's valid-action "
                    "names; same object",
+    "REPAIR_WHERE": "named its object by where it is ('in inventory'), by its life stage, or an electrical part "
+                    "as 'battery anode' (the list says 'anode in battery'): the game's valid-action name of the same "
+                    "object",
     "REPAIR_TYPO": "a small typo: within a few character edits of exactly one valid action with the same verb",
     "REPAIR_NEAREST": "the most similar valid action with the same verb that names every object the action names "
                       "(one-object commands only; an LLM's wording, not a new command)",
@@ -248,6 +251,12 @@ class Gate1:
         named = label_dropped(text, verb, ctx)
         if named is not None:
             return named, "REPAIR_NAME", None
+        # the same object as the game's parser would take it (the valid list names it without the qualifier only
+        # when no other object shares the name); a focus too: its object does not change
+        named_so = {by_norm[w] for w in part_namings(text) if w != norm and w in by_norm
+                    and same_verb_class(verb_of(by_norm[w]), verb)}
+        if len(named_so) == 1 and stages_shown(text, ctx.look + "\n" + ctx.inventory):
+            return named_so.pop(), "REPAIR_WHERE", None
         if verb == "focus on":  # the object of a focus is never changed by a repair
             return None, "NOT_IN_VALID_ACTIONS", None
         same = [v for v in ctx.valid if same_verb_class(verb_of(v), verb) and not self_referential(v)]
