@@ -250,3 +250,44 @@ def test_an_electrical_part_named_after_its_object_is_the_valid_part():
     two = GateContext(valid=valid + ["connect battery anode to terminal 1 in orange wire"], look=ctx.look, inventory="")
     d = g.check("connect battery anode to orange wire terminal 1", "critic", two)
     assert d.reason != "REPAIR_WHERE"
+
+
+def test_a_focus_the_game_rejected_is_not_counted_against_the_tasks_focus_limit():
+    """A `focus on` answered "No known action matches that input" focused nothing: counting it made FOCUS_LIMIT drop
+    the task's one real focus later (a task that takes one focus then had none left)."""
+    from dataclasses import replace
+    from pathlib import Path
+
+    from agent_core.episode.reducer import focus_counts
+    from agent_core.trace import read_episode
+
+    path = next(Path(__file__).resolve().parents[1].glob("assets/episodes/*find-non-living-thing-v225-baseline*.jsonl"))
+    rec = next(r for r in read_episode(path).steps if r.action.startswith("focus on") and r.action_valid)
+    rejected = replace(rec, action="focus on unicorn", action_valid=False,
+                       observation="No known action matches that input.")
+    assert focus_counts(rec) and not focus_counts(rejected)
+    valid = [rec.action, "look around"]
+    done = sum(focus_counts(r) for r in [rejected])
+    d = Gate1().check(rec.action, "swift", GateContext(valid=valid, look=rec.look, inventory=rec.inventory,
+                                                          focus_done=done, focus_limit=1))
+    assert d.decision != "DROP", d
+
+
+def test_a_trace_recorded_when_a_rejected_focus_still_counted_replays_without_a_state_error():
+    """The shipped evaluation was recorded with the old count: its replay (fork, resume, Compare) must not stop at
+    the first step after a rejected focus, and the state it rebuilds counts only the focus actions taken."""
+    from pathlib import Path
+
+    from agent_core.config import preset
+    from agent_core.episode.reducer import apply, check
+    from agent_core.episode.state import initial_state
+    from agent_core.trace import read_episode
+
+    root = Path(__file__).resolve().parents[1] / "assets" / "evaluations" / "cpu-30x2x30" / "traces" / "baseline"
+    ep = read_episode(root / "chemistry-mix-paint-tertiary-color-v27-baseline.jsonl")
+    assert any(r.action.startswith("focus on") and r.action_valid is False for r in ep.steps)
+    st, cfg = initial_state(ep.header.task, "", 0, "", "", ""), preset("baseline")
+    for rec in ep.steps:
+        st = apply(st, rec, cfg)
+        assert check(st, rec) == [], rec.step
+    assert st.focus_rejected >= 1 and ep.steps[-1].after.focus_done == st.focus_done + st.focus_rejected

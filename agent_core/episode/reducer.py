@@ -33,11 +33,13 @@ def sage_streak_after(streak: int, rec: StepRecord) -> int:
 
 
 def focus_counts(rec: StepRecord) -> bool:
-    """A focus counts when it happened: not when it only raised a menu, but when the menu answer chose it."""
+    """A focus counts when it happened: not when it only raised a menu, but when the menu answer chose it; not when
+    the game rejected it ("No known action matches that input": nothing was focused, and Gate-1's FOCUS_LIMIT
+    would then drop the task's one real focus)."""
     if rec.menu is not None:
-        return rec.menu.chosen >= 0 and is_focus(rec.menu.request)
+        return rec.menu.chosen >= 0 and is_focus(rec.menu.request) and rec.action_valid is not False
     options = rec.menu_options if rec.after is not None else parse_menu(rec.observation)  # schema 1: from the text
-    return is_focus(rec.action) and not options
+    return is_focus(rec.action) and not options and rec.action_valid is not False
 
 
 def menu_key(options: Iterable[str]) -> str:
@@ -61,6 +63,8 @@ def apply(state: AgentState, rec: StepRecord, cfg: Config, room_before: str | No
         st.mode, st.buffer_failures = ("sage" if rec.mode_after == "sage" and rec.buffer_after else "swift"), 0
     if focus_counts(rec):
         st.focus_done += 1
+    elif rec.menu is None and is_focus(rec.action) and rec.action_valid is False:
+        st.focus_rejected += 1
     st.rewards.append(rec.reward)
     st.steps_since_sage = 1 if sage_called(rec) else st.steps_since_sage + 1
     st.sage_streak = sage_streak_after(st.sage_streak, rec)
@@ -121,4 +125,9 @@ def check(state: AgentState, rec: StepRecord) -> list[str]:
     the record predates the digest)."""
     from .state import differences
 
-    return [] if rec.after is None else differences(digest(state), rec.after)
+    if rec.after is None:
+        return []
+    mine = digest(state)
+    if rec.after.focus_done == mine.focus_done + state.focus_rejected:
+        mine.focus_done = rec.after.focus_done  # recorded when a rejected focus still counted: the same run
+    return differences(mine, rec.after)

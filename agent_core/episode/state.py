@@ -37,6 +37,7 @@ class AgentState:
     room: str = ""  # where the agent is now (a memory record names the room its step started in)
     # SRM
     focus_done: int = 0
+    focus_rejected: int = 0  # `focus on` actions the game rejected: not taken (traces before 2026-12-04 counted them)
     last_report_step: int | None = None
     pending_report: StagnationReport | None = None
     pending_report_step: int = 0
