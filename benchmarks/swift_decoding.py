@@ -22,6 +22,11 @@ top-1 and on the whole valid ranking.
   state), with the input length, the number of valid actions and the threads used.
 Each state's valid actions are tokenized before the timings (a step mostly sees the actions of the step before).
 
+    .venv/bin/python benchmarks/swift_decoding.py --profile
+
+--profile: the shipped path over the same states in a loop (no game step between), then where its time goes, op by
+op (torch.profiler, self CPU time) and by Python function (cProfile).
+
     .venv/bin/python benchmarks/swift_decoding.py --dump A.json            # at one revision
     .venv/bin/python benchmarks/swift_decoding.py --compare A.json         # at another: same choices? score change?
 
@@ -48,6 +53,7 @@ def main() -> None:
     ap.add_argument("--parts", action="store_true", help="time the shipped path's parts instead of fast vs plain")
     ap.add_argument("--dump", default=None, help="write every state's proposal (actions, scores, focus) to this JSON")
     ap.add_argument("--compare", default=None, help="compare the proposals with a --dump of another revision")
+    ap.add_argument("--profile", action="store_true", help="profile the shipped path op by op over the states")
     args = ap.parse_args()
 
     from agent_core.config import preset
@@ -73,6 +79,7 @@ def main() -> None:
                                      "input tokens": [], "valid actions": []}
     n = 0
     dumped: list[dict] = []
+    profiled: list[tuple[str, list[str]]] = []
     for path in list_traces(ROOT / "assets" / "episodes"):
         ep = read_episode(path)
         agent = Agent(cfg, swift, ScriptedBackend([]), env=env, runs_dir=Path(tempfile.mkdtemp(prefix="swiftdec_")))
@@ -84,6 +91,13 @@ def main() -> None:
             raw.step(rec.action)
             raw_ms.append(1e3 * (time.perf_counter() - t0))
             state, valid = agent.state.swift_state, agent.env.valid_actions()
+            if args.profile:
+                from agent_core.swift.format import swift_input
+
+                profiled.append((swift_input(state, swift.k), list(valid)))
+                obs = agent.env.step(rec.action)
+                state.observe(rec.action, obs.text, obs.reward, obs.room, obs.score, obs.look, obs.inventory)
+                continue
             if args.dump or args.compare:
                 prop = swift.propose(state, valid)
                 dumped.append({"state": f"{ep.header.task} v{ep.header.variation} step {rec.step}", "action": prop.action, "top1": prop.top1, "candidates": prop.candidates,
@@ -118,6 +132,9 @@ def main() -> None:
             n += 1
             obs = agent.env.step(rec.action)
             state.observe(rec.action, obs.text, obs.reward, obs.room, obs.score, obs.look, obs.inventory)
+    if args.profile:
+        _profile(swift.model, profiled)
+        return
     if args.dump or args.compare:
         _dump_or_compare(dumped, args.dump, args.compare)
         return
@@ -159,6 +176,35 @@ def _dump_or_compare(props: list[dict], dump: str | None, compare: str | None) -
                     for (_, x), (_, y) in zip(a[key], b[key])), default=0.0)
         print(f"{n} states against {compare}: " + ", ".join(f"same {k} {v}/{n}" for k, v in same.items())
               + f"; largest score difference {diff:.2g}")
+
+
+def _profile(model, states: list[tuple[str, list[str]]]) -> None:
+    import cProfile
+    import io
+    import pstats
+
+    from torch.profiler import ProfilerActivity, profile
+
+    def run() -> None:
+        for text, valid in states:
+            model.propose(text, valid)
+
+    for _, valid in states:
+        model.targets(valid)
+    run()  # warm
+    t0 = time.perf_counter()
+    run()
+    print(f"{len(states)} states: {1e3 * (time.perf_counter() - t0) / len(states):.1f} ms a state (a loop, no game step)")
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        run()
+    print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=20))
+    pr = cProfile.Profile()
+    pr.enable()
+    run()
+    pr.disable()
+    out = io.StringIO()
+    pstats.Stats(pr, stream=out).sort_stats("cumulative").print_stats(25)
+    print(out.getvalue())
 
 
 def _time_parts(swift, state, valid, parts: dict[str, list[float]]) -> None:
