@@ -265,6 +265,11 @@ class SRMConfig:
     # an object not in the room text, the inventory or an open container is dropped. The game's valid actions
     # also name what is inside closed containers, and playing those answers "No known action matches that input"
     gate1_target_unseen: bool = True
+    # what counts against a task's FOCUS_LIMIT: "rewarded" (a `focus on` the game took without a reward, the episode
+    # going on, does not count, beyond those the task's own gold paths take unrewarded: on train variations a wrong
+    # focus in grow-plant neither ends the episode nor stops the right focus from earning full marks) or "taken"
+    # (every focus the game took: the earlier rule, which then dropped the task's right focus as one too many)
+    focus_limit_counts: str = "rewarded"
     # --- stagnation detector: after every step, over the last `stagnation_window` steps
     stagnation_window: int = 5
     stagnation_min_steps: int = 5  # no report before this many steps

@@ -33,6 +33,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "amm.reflection": ("after_episode", "off"),
     "srm.critic_buffer_policy": ("replace", "append"),
     "srm.avoid_binds": ("critic", "all"),
+    "srm.focus_limit_counts": ("rewarded", "taken"),
     "srm.critic_valid_order": ("ranked", "game"),
     "amm.t1_trigger": ("invalid_rule", "top1"),
     "amm.swift_memory_objects": ("in_view", "any"),

@@ -34,7 +34,7 @@ from .episode import AgentState, Buffered, ReplayError, apply, digest, initial_s
 from .episode.reducer import SAGE_CALL_PURPOSES, sage_called, sage_streak_after  # noqa: F401 - re-exported
 from .episode.replay import same_settings  # noqa: F401 - re-exported
 from .episode.state import differences
-from .gold import focus_limit, worked_examples
+from .gold import focus_limit, focus_unrewarded_limit, worked_examples
 from .llm import LLMBackend
 from .provenance import code_revision, config_hash, seed_everything
 from .sage import Sage
@@ -98,6 +98,7 @@ class Agent(Switching, BufferTurn, SageTurn, SwiftTurn, SRMHooks, Continuing):
         self.records: list[StepRecord] = []
         self.summary: EpisodeSummary | None = None
         self._focus_limit: int | None = None
+        self._focus_unrewarded_gold = 0
         self._resumed: list[dict] = []  # this episode's resumes (agent_core.run --resume), for its summary
         # AMM: the episodic memory (None when off); reflection between episodes, in the background in the app
         self.amm = EpisodicMemory(cfg, self.runs_dir) if cfg.amm.enabled else None
@@ -163,6 +164,7 @@ class Agent(Switching, BufferTurn, SageTurn, SwiftTurn, SRMHooks, Continuing):
         self.state = initial_state(info.name, obs.task_description, obs.score, obs.look, obs.inventory, obs.room)
         self._examples = worked_examples(info.name, self.env.variation, self.cfg.sage.worked_examples)
         self._focus_limit = focus_limit(info.name)
+        self._focus_unrewarded_gold = focus_unrewarded_limit(info.name)
 
     @property
     def resumed(self) -> list[dict]:

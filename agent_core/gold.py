@@ -21,6 +21,7 @@ class GoldRun:
     actions: list[str]
     # each `focus on` of the path: (its object, the room and inventory text just before it)
     focus: list[tuple[str, str]]
+    focus_unrewarded: int = 0  # of those, the ones the score did not rise on (grow-fruit's focus on the fruit)
 
 
 _TRAIN: dict[str, list[GoldRun]] = {}  # task -> its train gold paths
@@ -34,12 +35,15 @@ def train_gold() -> dict[str, list[GoldRun]]:
                 if t["split"] != "train":
                     continue
                 context, focus = t["start_look"] + "\n" + t["start_inventory"], []
+                score, unrewarded = 0.0, 0
                 for s in t["steps"]:
                     if is_focus(s["action"]):
                         focus.append((argument_of(canonical(s["action"])), context))
-                    context = s["look"] + "\n" + s.get("inventory", "")
+                        unrewarded += s.get("score", score) <= score
+                    context, score = s["look"] + "\n" + s.get("inventory", ""), s.get("score", score)
                 _TRAIN.setdefault(t["task"], []).append(GoldRun(
-                    int(t["variation"]), t["task_description"], [s["action"] for s in t["steps"]], focus))
+                    int(t["variation"]), t["task_description"], [s["action"] for s in t["steps"]], focus,
+                    unrewarded))
     return _TRAIN
 
 
@@ -56,3 +60,9 @@ def focus_limit(task: str) -> int | None:
     if not rows:
         return None
     return max(len(r.focus) for r in rows)
+
+
+def focus_unrewarded_limit(task: str) -> int:
+    """The most `focus on` actions any train gold path of the task takes without a reward (0 for most tasks): an
+    unrewarded focus beyond these was not one of the task's focuses (FOCUS_LIMIT does not count it)."""
+    return max((r.focus_unrewarded for r in train_gold().get(task, [])), default=0)

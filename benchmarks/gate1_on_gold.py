@@ -9,6 +9,11 @@ Test variations are never used: a rule tuned on test failures would be tuned to 
 
     .venv/bin/python benchmarks/gate1_on_gold.py --variations 2            # first 2 train variations of all 30 tasks
     .venv/bin/python benchmarks/gate1_on_gold.py --split dev --tasks boil melt --out /tmp/gate1_gold.json
+    .venv/bin/python benchmarks/gate1_on_gold.py --variations 1 --wrong-focus-first   # FOCUS_LIMIT's premise
+
+--wrong-focus-first plays one wrong `focus on` (an object in the starting room that no gold focus names) before the
+gold path: does the task end on it, can the gold path still earn full marks after it, and does FOCUS_LIMIT then
+drop the gold focus under each counting rule (srm.focus_limit_counts: "taken" or "rewarded")?
 """
 from __future__ import annotations
 
@@ -21,22 +26,42 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere
 
-from agent_core.actions import is_focus  # noqa: E402
+from agent_core.actions import argument_of, canonical, is_focus  # noqa: E402
 from agent_core.config import EnvConfig, SRMConfig  # noqa: E402
 from agent_core.env import ScienceWorld  # noqa: E402
-from agent_core.gold import focus_limit  # noqa: E402
+from agent_core.gold import focus_limit, focus_unrewarded_limit  # noqa: E402
 from agent_core.srm.gate1 import DROP, Gate1, GateContext  # noqa: E402
 from agent_core.task_catalog import catalog  # noqa: E402
 
 
-def drops_on_gold(split: str, variations: int, tasks: list[str], log=print) -> tuple[int, list[dict]]:
-    """(gold steps checked, one dict per dropped gold action)."""
+ROOMS = {"kitchen", "bathroom", "workshop", "art studio", "greenhouse", "outside", "foundry", "hallway", "bedroom",
+         "living room"}
+
+
+def wrong_focus(valid: list[str], gold: list[str], look: str) -> str | None:
+    """A `focus on` an object in the starting room that no gold focus of this path names (no shared word with any
+    gold focus target), first in sorted order: deterministic, and plainly not the task's object."""
+    words = {w for a in gold if is_focus(a) for w in argument_of(canonical(a)).split()}
+    seen = set(look.lower().replace("(", " ").replace(")", " ").replace(",", " ").split())
+    for v in sorted(valid):
+        arg = argument_of(canonical(v))
+        if (is_focus(v) and arg and arg not in ROOMS and set(arg.split()) <= seen
+                and not set(arg.split()) & (words | {"agent", "air", "floor", "ceiling", "wall", "door"})):
+            return v
+    return None
+
+
+def drops_on_gold(split: str, variations: int, tasks: list[str], log=print,
+                  wrong_first: bool = False) -> tuple[int, list[dict], list[dict]]:
+    """(gold steps checked, one dict per dropped gold action, one dict per path with a wrong focus first)."""
     cat = catalog()
     names = {cat.get(i).name for i in range(len(cat.tasks))}
     if set(tasks) - names:
         raise SystemExit(f"unknown task(s): {', '.join(sorted(set(tasks) - names))}")
     gate = Gate1(SRMConfig())
+    gate_taken = Gate1(SRMConfig(focus_limit_counts="taken"))
     out: list[dict] = []
+    probes: list[dict] = []
     steps = 0
     t0 = time.perf_counter()
     env = ScienceWorld(EnvConfig(step_limit=100_000, fresh_jvm=False))
@@ -46,29 +71,54 @@ def drops_on_gold(split: str, variations: int, tasks: list[str], log=print) -> t
                 continue
             for var in getattr(info, split)[:variations]:
                 obs = env.reset(info.name, var, split=split, generate_gold=True)
-                focus_done = 0
-                for i, action in enumerate(env.gold_actions(), 1):
+                gold = list(env.gold_actions())
+                focus_done = unrewarded = 0
+                probe: dict | None = None
+                if wrong_first:
+                    wrong = wrong_focus(env.valid_actions(), gold, obs.look)
+                    if wrong is None:
+                        log(f"{info.name} v{var}: no wrong focus to try")
+                        continue
+                    nxt = env.step(wrong)
+                    probe = {"task": info.name, "variation": var, "wrong": wrong, "reply": nxt.text[:160],
+                             "menu": bool(nxt.menu), "ended": nxt.done, "score_after_wrong": nxt.score,
+                             "focus_limit": focus_limit(info.name), "dropped_taken": [], "dropped_rewarded": []}
+                    probes.append(probe)
+                    if nxt.done or nxt.menu:
+                        log(f"{info.name} v{var}: '{wrong}' -> ended {nxt.done}, menu {bool(nxt.menu)}, score {nxt.score:g}")
+                        continue
+                    focus_done, unrewarded, obs = 1, int(nxt.reward <= 0), nxt
+                for i, action in enumerate(gold, 1):
                     if obs.done:
                         break
                     d = None
                     if not obs.menu:  # a menu's number is answered by the agent's menu rule, not checked by Gate-1
                         ctx = GateContext(valid=env.valid_actions(), look=obs.look, inventory=obs.inventory,
-                                          focus_done=focus_done, focus_limit=focus_limit(info.name),
-                                          object_names=env.object_names)
+                                          focus_done=focus_done, focus_unrewarded=unrewarded,
+                                          focus_unrewarded_gold=focus_unrewarded_limit(info.name),
+                                          focus_limit=focus_limit(info.name), object_names=env.object_names)
                         d = gate.check(action, "swift", ctx)
+                        if probe is not None:
+                            for key, g in (("dropped_taken", gate_taken), ("dropped_rewarded", gate)):
+                                if g.check(action, "swift", ctx).reason == "FOCUS_LIMIT":
+                                    probe[key].append(action)
                     nxt = env.step(action)
                     steps += 1
                     if d is not None and d.decision == DROP:
                         out.append({"task": info.name, "variation": var, "step": i, "action": action,
                                     "reason": d.reason, "detail": d.detail, "reward": nxt.reward,
                                     "accepted": nxt.action_valid and not nxt.menu, "reply": nxt.text[:160]})
-                    focus_done += is_focus(action) and nxt.action_valid
+                    if is_focus(action) and nxt.action_valid:
+                        focus_done += 1
+                        unrewarded += nxt.reward <= 0
                     obs = nxt
+                if probe is not None:
+                    probe["final"] = obs.score
                 log(f"{info.name} v{var}: final {obs.score:g}; {len(out)} drops in {steps} gold steps so far "
                     f"({time.perf_counter() - t0:.0f} s)")
     finally:
         env.close()
-    return steps, out
+    return steps, out, probes
 
 
 def main() -> None:
@@ -77,10 +127,25 @@ def main() -> None:
     ap.add_argument("--variations", type=int, default=2, help="the first N variations of each task in the split")
     ap.add_argument("--tasks", nargs="*", default=[], help="task names (default: all 30)")
     ap.add_argument("--out", default=None, help="write every drop to this JSON file")
+    ap.add_argument("--wrong-focus-first", action="store_true",
+                    help="take one wrong `focus on` before each gold path (FOCUS_LIMIT's premise)")
     args = ap.parse_args()
-    steps, drops = drops_on_gold(args.split, args.variations, args.tasks)
+    steps, drops, probes = drops_on_gold(args.split, args.variations, args.tasks, wrong_first=args.wrong_focus_first)
     if args.out:
-        Path(args.out).write_text(json.dumps(drops, indent=1))
+        Path(args.out).write_text(json.dumps({"drops": drops, "wrong_focus": probes} if probes else drops, indent=1))
+    if probes:
+        went_on = [p for p in probes if not p["ended"] and not p["menu"]]
+        print(f"\nA wrong focus first ({args.split}, {len(probes)} paths): the episode ended on it in "
+              f"{sum(p['ended'] for p in probes)}, raised a menu in {sum(p['menu'] for p in probes)}, went on in "
+              f"{len(went_on)}")
+        print(f"{'task':45s} {'v':>4s} {'limit':>5s} {'final':>6s}  FOCUS_LIMIT drops of gold: taken / rewarded")
+        for p in went_on:
+            print(f"{p['task']:45s} {p['variation']:4d} {str(p['focus_limit']):>5s} {p.get('final', 0):6g}  "
+                  f"{len(p['dropped_taken'])} / {len(p['dropped_rewarded'])}")
+        print(f"gold paths that still reached 100 after the wrong focus: {sum(p.get('final') == 100 for p in went_on)}; "
+              f"of those, FOCUS_LIMIT dropped a gold focus under 'taken' in "
+              f"{sum(p.get('final') == 100 and bool(p['dropped_taken']) for p in went_on)}, under 'rewarded' in "
+              f"{sum(p.get('final') == 100 and bool(p['dropped_rewarded']) for p in went_on)}")
     print(f"\n{steps} gold steps ({args.split}, first {args.variations} variations): {len(drops)} gold actions dropped")
     print(f"{'reason':28s} {'drops':>6s} {'game accepted':>14s} {'rewarded':>9s}")
     by = Counter(d["reason"] for d in drops)

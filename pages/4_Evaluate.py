@@ -17,6 +17,7 @@ import pandas as pd  # noqa: E402
 import streamlit as st  # noqa: E402
 
 from agent_core.evaluate import load_results  # noqa: E402
+from agent_core.evaluate.report import mixed_code_line  # noqa: E402
 from views import evaluation as ev  # noqa: E402
 from views import sources  # noqa: E402
 
@@ -75,6 +76,9 @@ st.markdown(f"**{Path(path).name}**: {res['episodes_done']} of {res['episodes_as
 if res["missing"]:
     st.warning(f"{len(res['missing'])} episode(s) not finished yet (still running, or interrupted: rerun the same "
                f"command to resume).")
+mixed = mixed_code_line(res.get("provenance") or {})
+if mixed:  # a re-play of some presets after a fix: say which preset ran which code
+    st.warning(mixed[0].upper() + mixed[1:] + " Paired differences then compare agents of different revisions.")
 if not res["preset_order"]:
     st.info("No episode has finished yet.")
     st.stop()

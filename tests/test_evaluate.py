@@ -65,6 +65,23 @@ def test_metrics_are_per_task_then_macro_averaged():
     assert m["activity"]["critic_calls"] == pytest.approx(0.75)
 
 
+def test_a_report_over_presets_played_by_different_code_names_each_presets_revision():
+    """Re-playing two presets after a fix mixes code revisions on purpose: the report must say which preset ran
+    which code, not only that the revisions differ."""
+    from agent_core.evaluate.report import provenance, provenance_markdown
+
+    old, new = {"commit": "a" * 40, "modified": False}, {"commit": "b" * 40, "modified": False}
+    rows = [dict(_row("baseline", t, 100, 5), code=old) for t in "ab"]
+    rows += [dict(_row("srm", "a", 100, 5), code=new), dict(_row("srm", "b", 0, 30), code=old)]
+    prov = provenance(rows, ["baseline", "srm"])
+    assert prov["code"] == {"a" * 10: 3, "b" * 10: 1}
+    assert prov["code_by_preset"] == {"baseline": {"a" * 10: 2}, "srm": {"b" * 10: 1, "a" * 10: 1}}
+    text = "\n".join(provenance_markdown(prov))
+    assert f"By preset: Baseline {'a' * 10} (2); +SRM {'b' * 10} (1), {'a' * 10} (1)." in text
+    single = provenance([r for r in rows if r["preset"] == "baseline"], ["baseline"])
+    assert "Warning" not in "\n".join(provenance_markdown(single))
+
+
 # ------------------------------------------------------------------ bad input: clear errors, no JVM
 
 @pytest.mark.parametrize("argv, message", [

@@ -291,3 +291,51 @@ def test_a_trace_recorded_when_a_rejected_focus_still_counted_replays_without_a_
         st = apply(st, rec, cfg)
         assert check(st, rec) == [], rec.step
     assert st.focus_rejected >= 1 and ep.steps[-1].after.focus_done == st.focus_done + st.focus_rejected
+
+
+def test_a_focus_the_game_took_without_reward_does_not_spend_the_tasks_focus():
+    """On train variations a wrong `focus on` in several tasks neither ends the episode nor stops the right focus
+    from earning full marks (benchmarks/gate1_on_gold.py --wrong-focus-first); counting it made FOCUS_LIMIT drop the
+    right focus as one too many. Under srm.focus_limit_counts = "rewarded" only a rewarded focus counts; "taken" is
+    the earlier rule."""
+    from dataclasses import replace
+    from pathlib import Path
+
+    from agent_core.config import SRMConfig, preset
+    from agent_core.episode.reducer import apply
+    from agent_core.episode.state import initial_state
+    from agent_core.trace import read_episode
+
+    path = next(Path(__file__).resolve().parents[1].glob("assets/episodes/*find-non-living-thing-v225-baseline*.jsonl"))
+    rec = next(r for r in read_episode(path).steps if r.action.startswith("focus on") and r.action_valid)
+    wrong = replace(rec, action="focus on unicorn", reward=0.0, observation="You focus on the unicorn.")
+    right = replace(rec, reward=max(rec.reward, 25.0))
+    st0, cfg = initial_state("find-non-living-thing", "", 0, "", "", ""), preset("srm")
+    st = apply(st0, wrong, cfg)
+    assert (st.focus_done, st.focus_unrewarded) == (1, 1)
+    assert (apply(st0, right, cfg).focus_done, apply(st0, right, cfg).focus_unrewarded) == (1, 0)
+    valid = [rec.action, "look around"]
+
+    def check(counts: str, done: int, unrewarded: int, gold_unrewarded: int = 0):
+        ctx = GateContext(valid=valid, look=rec.look, inventory=rec.inventory, focus_done=done,
+                          focus_unrewarded=unrewarded, focus_unrewarded_gold=gold_unrewarded, focus_limit=1)
+        return Gate1(SRMConfig(focus_limit_counts=counts)).check(rec.action, "swift", ctx)
+
+    d = check("rewarded", st.focus_done, st.focus_unrewarded)
+    assert d.reason != "FOCUS_LIMIT", d
+    d = check("taken", st.focus_done, st.focus_unrewarded)
+    assert (d.decision, d.reason) == ("DROP", "FOCUS_LIMIT") and "1 were already taken" in d.detail
+    d = check("rewarded", 1, 0)  # the task's focus was rewarded: a second one is one too many under both rules
+    assert (d.decision, d.reason) == ("DROP", "FOCUS_LIMIT")
+    # a task whose own gold paths take a focus without reward (grow-fruit's focus on the fruit): one such focus
+    # still counts
+    d = check("rewarded", 1, 1, gold_unrewarded=1)
+    assert (d.decision, d.reason) == ("DROP", "FOCUS_LIMIT")
+
+
+def test_the_gold_paths_say_which_tasks_take_a_focus_without_reward():
+    from agent_core.gold import focus_limit, focus_unrewarded_limit
+
+    assert focus_unrewarded_limit("grow-fruit") >= 1  # the fruit is focused on before it has grown
+    assert focus_unrewarded_limit("boil") == 0 and focus_limit("boil") == 1
+    assert focus_unrewarded_limit("no-such-task") == 0

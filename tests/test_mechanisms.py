@@ -97,7 +97,7 @@ def _gate_ctx_of(avoid_binds: str):
     st.swift_state = SwiftState(task_description="Your task is to boil water.", score=0.0, look=KITCHEN, inventory="")
     st.avoid, st.avoid_until = ["look at sink"], 10
     fake = SimpleNamespace(state=st, cfg=apply_overrides(preset("srm"), {"srm.avoid_binds": avoid_binds}),
-                           _focus_limit=None, embedder=None)
+                           _focus_limit=None, _focus_unrewarded_gold=0, embedder=None)
     return SRMHooks._gate_ctx(fake, ["look at sink", "focus on water"], 3)
 
 

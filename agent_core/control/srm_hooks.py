@@ -25,7 +25,9 @@ class SRMHooks:
         # reach the Critic's prompt alone)
         live = self.cfg.srm.avoid_binds == "all" and step <= st.avoid_until
         return GateContext(valid=valid, look=ss.look, inventory=ss.inventory, focus_done=st.focus_done,
-                           focus_limit=self._focus_limit, avoid=st.avoid if live else (), no_focus=live and bool(st.avoid),
+                           focus_unrewarded=st.focus_unrewarded,
+                           focus_unrewarded_gold=self._focus_unrewarded_gold, focus_limit=self._focus_limit,
+                           avoid=st.avoid if live else (), no_focus=live and bool(st.avoid),
                            embedder=LazyEmbedder(lambda: self.embedder),
                            object_names=getattr(getattr(self, "env", None), "object_names", None))
 

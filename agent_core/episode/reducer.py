@@ -63,6 +63,7 @@ def apply(state: AgentState, rec: StepRecord, cfg: Config, room_before: str | No
         st.mode, st.buffer_failures = ("sage" if rec.mode_after == "sage" and rec.buffer_after else "swift"), 0
     if focus_counts(rec):
         st.focus_done += 1
+        st.focus_unrewarded += rec.reward <= 0
     elif rec.menu is None and is_focus(rec.action) and rec.action_valid is False:
         st.focus_rejected += 1
     st.rewards.append(rec.reward)

@@ -37,6 +37,9 @@ class AgentState:
     room: str = ""  # where the agent is now (a memory record names the room its step started in)
     # SRM
     focus_done: int = 0
+    # of focus_done, those the game took without a reward (Gate-1's FOCUS_LIMIT under focus_limit_counts =
+    # "rewarded"); not in the digest: the record's own action and reward give it, so a replay cannot differ
+    focus_unrewarded: int = 0
     focus_rejected: int = 0  # `focus on` actions the game rejected: not taken (traces before 2026-12-04 counted them)
     last_report_step: int | None = None
     pending_report: StagnationReport | None = None

@@ -75,9 +75,14 @@ def provenance(rows: list[dict[str, Any]], order: list[str]) -> dict[str, Any]:
 
     from ..provenance import code_revision, describe_code
 
-    codes = Counter(describe_code(r.get("code") or {}, r.get("run_id", "")) for r in rows)
+    label = {id(r): describe_code(r.get("code") or {}, r.get("run_id", "")) for r in rows}
+    codes = Counter(label.values())
+    # per preset too: an evaluation that re-plays some presets after a fix mixes revisions on purpose, and the
+    # reader must see which preset ran which code
+    by_preset = {p: dict(Counter(label[id(r)] for r in rows if r["preset"] == p)) for p in order}
     hashes = {p: sorted({r.get("config_hash") or "not recorded" for r in rows if r["preset"] == p}) for p in order}
-    return {"code": dict(codes), "config_hash": hashes, "report_written_by": code_revision()}
+    return {"code": dict(codes), "code_by_preset": by_preset, "config_hash": hashes,
+            "report_written_by": code_revision()}
 
 
 def _group(g: float, ev: EvalConfig) -> str:
@@ -155,20 +160,35 @@ def markdown(res: dict[str, Any]) -> str:
         lines.append(f"| {idx} | {t} | {res['task_groups'].get(t, '')} | " + " | ".join(
             f"{vs[p]['final']:.1f} ({round(vs[p]['success'] * vs[p]['episodes'])}/{vs[p]['episodes']})"
             if p in vs else "-" for p in order) + " |")
-    prov = res.get("provenance") or {}
-    if prov:
-        lines += ["", "## Provenance", "", "Recorded by code: " + ", ".join(
-            f"{k} ({v} episodes)" for k, v in prov.get("code", {}).items()) + ".",
-            "Config hash per preset: " + "; ".join(f"{PRESET_LABEL.get(p, p)} {', '.join(h)}"
-                                                   for p, h in prov.get("config_hash", {}).items()) + "."]
-        if len(prov.get("code", {})) > 1:
-            lines.append("**Warning:** the episodes were recorded by more than one code revision.")
+    lines += provenance_markdown(res.get("provenance") or {})
     errors = [(p, e) for p in order for e in res["presets"][p]["errors"]]
     if errors or res.get("problems"):
         lines += ["", "## Errors", ""]
         lines += [f"- {p} {e['task']} v{e['variation']}: {e['error']}" for p, e in errors]
         lines += [f"- {x}" for x in res.get("problems", [])]
     return "\n".join(lines) + "\n"
+
+
+def provenance_markdown(prov: dict[str, Any]) -> list[str]:
+    if not prov:
+        return []
+    lines = ["", "## Provenance", "", "Recorded by code: " + ", ".join(
+        f"{k} ({v} episodes)" for k, v in prov.get("code", {}).items()) + ".",
+        "Config hash per preset: " + "; ".join(f"{PRESET_LABEL.get(p, p)} {', '.join(h)}"
+                                               for p, h in prov.get("config_hash", {}).items()) + "."]
+    mixed = mixed_code_line(prov)
+    if mixed:
+        lines.append(f"**Warning:** {mixed}")
+    return lines
+
+
+def mixed_code_line(prov: dict[str, Any]) -> str | None:
+    """One sentence naming each preset's code revision(s) when the episodes were not all recorded by one."""
+    if len(prov.get("code", {})) <= 1:
+        return None
+    return "the episodes were recorded by more than one code revision. By preset: " + "; ".join(
+        f"{PRESET_LABEL.get(p, p)} " + ", ".join(f"{k} ({v})" for k, v in c.items())
+        for p, c in prov.get("code_by_preset", {}).items() if c) + "."
 
 
 def picks_markdown(res: dict[str, Any]) -> list[str]:

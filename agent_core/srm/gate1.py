@@ -74,6 +74,8 @@ class GateContext:
     look: str = ""
     inventory: str = ""
     focus_done: int = 0  # `focus on` actions taken so far in this episode
+    focus_unrewarded: int = 0  # of those, the ones the game took without a reward (the episode went on)
+    focus_unrewarded_gold: int = 0  # the most a train gold path of the task takes without a reward
     focus_limit: int | None = None  # the task's (from train gold paths); None = unknown, not checked
     avoid: Sequence[str] = ()  # a live stagnation report's actions to avoid (Swift and Sage)
     no_focus: bool = False  # a live stagnation report's constraint: no `focus on` now (Swift and Sage)
@@ -175,9 +177,14 @@ class Gate1:
                 return out(DROP, "FALLBACK_FOCUS")
             if ctx.no_focus and source in ("swift", "sage"):
                 return out(DROP, "CONSTRAINT_NO_FOCUS")
-            if ctx.focus_limit is not None and ctx.focus_done >= ctx.focus_limit:
+            # "rewarded": an unrewarded focus (the episode went on) beyond the ones the task's own gold paths take
+            # was not one of the task's focuses (a wrong focus in grow-plant), so it does not count
+            spare = max(0, ctx.focus_unrewarded - ctx.focus_unrewarded_gold)
+            spent = ctx.focus_done - (spare if self.cfg.focus_limit_counts == "rewarded" else 0)
+            if ctx.focus_limit is not None and spent >= ctx.focus_limit:
                 return out(DROP, "FOCUS_LIMIT", detail=f"this task takes {ctx.focus_limit} 'focus on' action(s) "
-                                                       f"and {ctx.focus_done} were already taken")
+                                                       f"and {spent} were already taken" +
+                                                       (f" ({spare} unrewarded one(s) not counted)" if spare else ""))
             # the game's generic names for an object in scope ("focus on object" for a finger painting) are
             # visible whenever the game offers them; a named target must show in the room or inventory text
             # (the valid actions also list what is inside a closed fridge)
