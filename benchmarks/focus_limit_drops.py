@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere
 
-from agent_core.config import preset  # noqa: E402
+from agent_core.config import Config  # noqa: E402
 from agent_core.episode.reducer import apply  # noqa: E402
 from agent_core.episode.state import initial_state  # noqa: E402
 from agent_core.gold import focus_unrewarded_limit  # noqa: E402
@@ -27,11 +27,7 @@ def main() -> None:
     would_change = total = 0
     for path in sorted(Path(args.evaluation).glob("traces/*/*.jsonl")):
         ep = read_episode(path)
-        name = (ep.header.config or {}).get("preset", "") if isinstance(ep.header.config, dict) else ""
-        try:
-            cfg = preset(name)
-        except Exception:  # noqa: BLE001 - a custom preset: the reducer needs only its SRM numbers
-            cfg = preset("srm")
+        cfg = Config.from_dict(ep.header.config)  # the settings the episode was played with
         st = initial_state(ep.header.task, "", 0, "", "", "")
         allowance = focus_unrewarded_limit(ep.header.task)
         drops = []

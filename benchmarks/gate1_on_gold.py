@@ -26,16 +26,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere
 
-from agent_core.actions import argument_of, canonical, is_focus  # noqa: E402
+from agent_core.actions import ROOMS, argument_of, canonical, is_focus  # noqa: E402
 from agent_core.config import EnvConfig, SRMConfig  # noqa: E402
 from agent_core.env import ScienceWorld  # noqa: E402
 from agent_core.gold import focus_limit, focus_unrewarded_limit  # noqa: E402
 from agent_core.srm.gate1 import DROP, Gate1, GateContext  # noqa: E402
 from agent_core.task_catalog import catalog  # noqa: E402
-
-
-ROOMS = {"kitchen", "bathroom", "workshop", "art studio", "greenhouse", "outside", "foundry", "hallway", "bedroom",
-         "living room"}
 
 
 def wrong_focus(valid: list[str], gold: list[str], look: str) -> str | None:
