@@ -254,6 +254,10 @@ class SRMConfig:
     gate1_max_buffer_tries: int = 5  # buffered actions tried per step before giving up on the buffer
     gate1_drops_for_sage: int = 2  # this many drops in one step hand the step to Sage (once)
     gate1_max_swift_tries: int = 3  # Swift candidates tried per step (its ranked valid actions)
+    # when every candidate Swift ranked was dropped and Sage gave nothing: Swift ranks again over only the valid
+    # actions Gate-1 admits (off: 'look around', the earlier rule, which changes nothing and so met the same dead
+    # end step after step where the game's valid-action list named used-up paint cups)
+    gate1_rerank_admissible: bool = True
     gate1_repair_max_edit: int = 2  # REPAIR_TYPO: at most this many character edits, one candidate, same verb
     gate1_nearest_min_similarity: float = 0.75  # REPAIR_NEAREST (Sage / Critic only): same verb, this cosine
     gate1_avoid_steps: int = 5  # under avoid_binds = "all": a report's actions to avoid bind this many steps

@@ -255,6 +255,23 @@ class NothingAdmissible(Decision):
 
 @_kind
 @dataclass
+class AdmissibleRerank(Decision):
+    """Every Swift candidate was dropped and Sage gave nothing: Swift ranked again over only the valid actions
+    Gate-1 admits, and its best one is played instead of 'look around'."""
+
+    kind: str = "admissible_rerank"
+    group: ClassVar[str] = "srm"
+    admissible: int = 0
+    action: str = ""
+    ranked: list[str] = field(default_factory=list)
+
+    def describe(self) -> str:
+        return (f"no Swift candidate passed Gate-1 and Sage gave nothing: Swift ranked again over the "
+                f"{self.admissible} valid action(s) Gate-1 admits and plays '{self.action}'")
+
+
+@_kind
+@dataclass
 class SwiftForced(Decision):
     """SwiftSage's streak rule: after `sage_calls` Sage calls in a row Swift acts once, whatever fired."""
 

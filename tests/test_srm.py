@@ -441,3 +441,41 @@ def test_gate1_drops_do_not_call_sage_a_third_time_in_a_row(tmp_path, sw_env):
     assert len(r3.trigger.evidence["set_aside_rules"]) == 2
     assert "gate1_drops, invalid did not call Sage" in r3.trigger.rule  # the rule's words say the same
     assert sum("Swift forced" in n for n in r3.notes) == 1
+
+
+@pytest.mark.jvm
+@pytest.mark.parametrize("rerank", [True, False])
+def test_with_every_swift_candidate_dropped_swift_ranks_again_over_what_gate1_admits(tmp_path, sw_env, rerank):
+    """Seen in chemistry-mix-paint episodes: the game's valid list still named used-up paint cups, those filled
+    Swift's ranking, Gate-1 dropped them all and 'look around' came back step after step until the step limit.
+    Now Swift ranks again over only the admissible valid actions (never a focus); off, the earlier rule."""
+    seen: list[list[str]] = []
+
+    def swift(state, valid):
+        if "called the kitchen" not in state.look:
+            return "teleport to kitchen"
+        seen.append(list(valid))
+        if len(seen) == 1:
+            return "pick up unicorn"  # dropped: not a valid action
+        return next(v for v in valid if v.startswith("look at"))
+
+    agent = _agent(tmp_path, sw_env, swift, name="swift-gate1", **{"srm.gate1_rerank_admissible": rerank})
+    _start(agent)
+    assert agent.step().action == "teleport to kitchen"
+    # the kitchen's closed cupboard, fridge and freezer: the valid list names what is inside them
+    full = sw_env.valid_actions()
+    gate, ctx = agent.parts.gate, agent._gate_ctx(full, 2)
+    unseen = [v for v in full if gate.check(v, "swift", ctx, fallback=True).reason == "TARGET_NOT_VISIBLE"]
+    rec = agent.step()
+    kinds = [d.kind for d in rec.decisions]
+    if not rerank:
+        assert rec.action == "look around" and "nothing_admissible" in kinds and len(seen) == 1
+        return
+    assert seen[0] == full
+    admissible = seen[1]
+    assert rec.action.startswith("look at") and rec.system == "swift" and "admissible_rerank" in kinds
+    # the second ranking saw a strict part of the valid list: no focus, nothing Gate-1 drops
+    assert set(admissible) < set(full) and not any(a.startswith("focus on") for a in admissible)
+    assert unseen and not set(unseen) & set(admissible)
+    d = next(d for d in rec.decisions if d.kind == "admissible_rerank")
+    assert d.admissible == len(admissible) and d.action == rec.action

@@ -151,7 +151,8 @@ DECISION_LABELS = {  # kind -> short label (agent_core.decisions)
     "buffer_fail_limit": "buffer fail limit", "sage_pick": "Sage's pick", "sage_problem": "Sage's answer",
     "sage_fallback": "Sage gave nothing", "focus_review": "focus review", "loop_guard": "loop guard",
     "unsure_focus_replaced": "unsure focus replaced", "deferred_focus": "focus deferred",
-    "focus_margin": "focus margin", "nothing_admissible": "nothing admissible", "swift_forced": "Swift forced",
+    "focus_margin": "focus margin", "nothing_admissible": "nothing admissible", "admissible_rerank": "admissible rerank",
+    "swift_forced": "Swift forced",
     "t1_retry": "AMM T1 retry", "critic_waiting": "Critic waiting", "option_scores": "Sage's scores", "note": "note"}
 
 

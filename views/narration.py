@@ -259,7 +259,7 @@ def plan_pick_sentence(rec: StepRecord) -> str | None:
 # the decisions a student should hear about, most telling first (agent_core.decisions); the rest stay in the panels
 # (a refused unnamed focus, T1's retry and a failed Sage call have sentences of their own below)
 TOLD = ("safeguard", "unsure_focus_replaced", "deferred_focus", "focus_review", "swift_forced", "loop_guard",
-        "buffer_fail_limit", "nothing_admissible")
+        "buffer_fail_limit", "nothing_admissible", "admissible_rerank")
 
 
 def decision_sentence(rec: StepRecord) -> str | None:

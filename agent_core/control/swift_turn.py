@@ -6,7 +6,8 @@ import time
 from typing import Sequence
 
 from ..actions import action_key, is_focus
-from ..decisions import DeferredFocus, FocusMargin, LoopGuard, NothingAdmissible, T1Retry, UnsureFocusReplaced
+from ..decisions import (AdmissibleRerank, DeferredFocus, FocusMargin, LoopGuard, NothingAdmissible, T1Retry,
+                         UnsureFocusReplaced)
 from ..srm.gate1 import DROP
 from ..srm.loop_guard import apply_loop_guard
 from ..swift.model import SwiftProposal
@@ -79,8 +80,32 @@ class SwiftTurn:
             w.gate1.append(d)
             if d.decision != DROP:
                 return d.result, "swift"
+        if srm.gate1_rerank_admissible:
+            hit = self._rerank_admissible(w, valid, set(checked) | set(ranked))
+            if hit is not None:
+                return hit, "swift"
         w.emit(NothingAdmissible())
         return "look around", "swift"
+
+    def _rerank_admissible(self, w: StepDraft, valid: Sequence[str], tried: set[str]) -> str | None:
+        """Every candidate Swift ranked was dropped (ScienceWorld's valid-action list can name objects that mixing
+        or pouring has used up, and those fill Swift's top ranks): Swift ranks again over only the valid actions
+        Gate-1 admits (no focus: Swift did not choose one), rather than 'look around', which changes nothing
+        and so meets the same dead end next step."""
+        ctx = self._gate_ctx(valid, w.step)
+        admissible = [v for v in valid if v not in tried and not is_focus(v)
+                      and self.parts.gate.check(v, "swift", ctx, fallback=True).decision != DROP]
+        if not admissible:
+            return None
+        t0 = time.perf_counter()
+        again = self.swift.propose(self.state.swift_state, admissible)
+        w.timings["swift_rerank"] = time.perf_counter() - t0
+        pick = next((a for a, _s in again.valid_ranked if a in admissible), None)
+        if pick is None:
+            return None
+        w.emit(AdmissibleRerank(admissible=len(admissible), action=pick,
+                                ranked=[a for a, _s in again.valid_ranked[:5]]))
+        return pick
 
     def _t1_fires(self, prop: SwiftProposal, valid: Sequence[str]) -> bool:
         """AMM T1's trigger (`amm.t1_trigger`): when the controller's own invalid rule fires, or (the earlier rule)
