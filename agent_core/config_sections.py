@@ -274,6 +274,9 @@ class SRMConfig:
     # focus in grow-plant neither ends the episode nor stops the right focus from earning full marks) or "taken"
     # (every focus the game took: the earlier rule, which then dropped the task's right focus as one too many)
     focus_limit_counts: str = "rewarded"
+    # a `focus on` an object the episode already focused on is dropped (FOCUS_REPEAT): on train gold paths a repeated
+    # focus ended the episode at -100 in the 7 of 20 tasks that ask for two focuses and changed nothing in the others
+    gate1_focus_repeat: bool = True
     # --- stagnation detector: after every step, over the last `stagnation_window` steps
     stagnation_window: int = 5
     stagnation_min_steps: int = 5  # no report before this many steps

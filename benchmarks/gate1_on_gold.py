@@ -10,10 +10,15 @@ Test variations are never used: a rule tuned on test failures would be tuned to 
     .venv/bin/python benchmarks/gate1_on_gold.py --variations 2            # first 2 train variations of all 30 tasks
     .venv/bin/python benchmarks/gate1_on_gold.py --split dev --tasks boil melt --out /tmp/gate1_gold.json
     .venv/bin/python benchmarks/gate1_on_gold.py --variations 1 --wrong-focus-first   # FOCUS_LIMIT's premise
+    .venv/bin/python benchmarks/gate1_on_gold.py --variations 1 --repeat-focus        # a focus taken twice
 
 --wrong-focus-first plays one wrong `focus on` (an object in the starting room that no gold focus names) before the
 gold path: does the task end on it, can the gold path still earn full marks after it, and does FOCUS_LIMIT then
 drop the gold focus under each counting rule (srm.focus_limit_counts: "taken" or "rewarded")?
+
+--repeat-focus plays each gold `focus on` twice in a row: does the game end the episode, change the score, or
+take the second one as a no-op? (FOCUS_LIMIT drops the second; the question is what that spares.) The gold path
+then goes on, and its final score says whether the repeat cost anything later.
 """
 from __future__ import annotations
 
@@ -30,6 +35,7 @@ from agent_core.actions import ROOMS, argument_of, canonical, is_focus  # noqa: 
 from agent_core.config import EnvConfig, SRMConfig  # noqa: E402
 from agent_core.env import ScienceWorld  # noqa: E402
 from agent_core.gold import focus_limit, focus_unrewarded_limit  # noqa: E402
+from agent_core.observation import focused_name  # noqa: E402
 from agent_core.srm.gate1 import DROP, Gate1, GateContext  # noqa: E402
 from agent_core.task_catalog import catalog  # noqa: E402
 
@@ -48,7 +54,7 @@ def wrong_focus(valid: list[str], gold: list[str], look: str) -> str | None:
 
 
 def drops_on_gold(split: str, variations: int, tasks: list[str], log=print,
-                  wrong_first: bool = False) -> tuple[int, list[dict], list[dict]]:
+                  wrong_first: bool = False, repeat_focus: bool = False) -> tuple[int, list[dict], list[dict]]:
     """(gold steps checked, one dict per dropped gold action, one dict per path with a wrong focus first)."""
     cat = catalog()
     names = {cat.get(i).name for i in range(len(cat.tasks))}
@@ -69,6 +75,7 @@ def drops_on_gold(split: str, variations: int, tasks: list[str], log=print,
                 obs = env.reset(info.name, var, split=split, generate_gold=True)
                 gold = list(env.gold_actions())
                 focus_done = unrewarded = 0
+                focused: list[str] = []
                 probe: dict | None = None
                 if wrong_first:
                     wrong = wrong_focus(env.valid_actions(), gold, obs.look)
@@ -84,6 +91,7 @@ def drops_on_gold(split: str, variations: int, tasks: list[str], log=print,
                         log(f"{info.name} v{var}: '{wrong}' -> ended {nxt.done}, menu {bool(nxt.menu)}, score {nxt.score:g}")
                         continue
                     focus_done, unrewarded, obs = 1, int(nxt.reward <= 0), nxt
+                    focused += [n for n in [focused_name(nxt.text)] if n]
                 for i, action in enumerate(gold, 1):
                     if obs.done:
                         break
@@ -92,7 +100,8 @@ def drops_on_gold(split: str, variations: int, tasks: list[str], log=print,
                         ctx = GateContext(valid=env.valid_actions(), look=obs.look, inventory=obs.inventory,
                                           focus_done=focus_done, focus_unrewarded=unrewarded,
                                           focus_unrewarded_gold=focus_unrewarded_limit(info.name),
-                                          focus_limit=focus_limit(info.name), object_names=env.object_names)
+                                          focus_limit=focus_limit(info.name), focused=focused,
+                                          object_names=env.object_names)
                         d = gate.check(action, "swift", ctx)
                         if probe is not None:
                             for key, g in (("dropped_taken", gate_taken), ("dropped_rewarded", gate)):
@@ -107,9 +116,25 @@ def drops_on_gold(split: str, variations: int, tasks: list[str], log=print,
                     if is_focus(action) and nxt.action_valid:
                         focus_done += 1
                         unrewarded += nxt.reward <= 0
+                        focused += [n for n in [focused_name(nxt.text)] if n]
+                    if repeat_focus and is_focus(action) and nxt.action_valid and not nxt.done and not nxt.menu:
+                        ctx = GateContext(valid=env.valid_actions(), look=nxt.look, inventory=nxt.inventory,
+                                          focus_done=focus_done, focus_unrewarded=unrewarded,
+                                          focus_unrewarded_gold=focus_unrewarded_limit(info.name),
+                                          focus_limit=focus_limit(info.name), focused=focused,
+                                          object_names=env.object_names)
+                        gate_says = gate.check(action, "swift", ctx).reason
+                        again = env.step(action)
+                        probes.append({"task": info.name, "variation": var, "focus": action, "reply": again.text[:160],
+                                       "ended": again.done, "menu": bool(again.menu), "reward": again.reward,
+                                       "score_before": nxt.score, "score_after": again.score, "gate1": gate_says})
+                        nxt = again
                     obs = nxt
                 if probe is not None:
                     probe["final"] = obs.score
+                for p in probes:
+                    if repeat_focus and p["task"] == info.name and p["variation"] == var:
+                        p["final"] = obs.score
                 log(f"{info.name} v{var}: final {obs.score:g}; {len(out)} drops in {steps} gold steps so far "
                     f"({time.perf_counter() - t0:.0f} s)")
     finally:
@@ -125,11 +150,27 @@ def main() -> None:
     ap.add_argument("--out", default=None, help="write every drop to this JSON file")
     ap.add_argument("--wrong-focus-first", action="store_true",
                     help="take one wrong `focus on` before each gold path (FOCUS_LIMIT's premise)")
+    ap.add_argument("--repeat-focus", action="store_true", help="play each gold `focus on` twice in a row")
     args = ap.parse_args()
-    steps, drops, probes = drops_on_gold(args.split, args.variations, args.tasks, wrong_first=args.wrong_focus_first)
+    if args.wrong_focus_first and args.repeat_focus:
+        raise SystemExit("--wrong-focus-first and --repeat-focus are separate probes: take one")
+    steps, drops, probes = drops_on_gold(args.split, args.variations, args.tasks, wrong_first=args.wrong_focus_first,
+                                         repeat_focus=args.repeat_focus)
     if args.out:
-        Path(args.out).write_text(json.dumps({"drops": drops, "wrong_focus": probes} if probes else drops, indent=1))
-    if probes:
+        Path(args.out).write_text(json.dumps({"drops": drops, "repeat_focus" if args.repeat_focus else "wrong_focus": probes}
+                                             if probes else drops, indent=1))
+    if probes and args.repeat_focus:
+        print(f"\nEach gold focus played twice ({args.split}, {len(probes)} repeats): the repeat ended the episode in "
+              f"{sum(p['ended'] for p in probes)}, raised a menu in {sum(p['menu'] for p in probes)}, changed the score "
+              f"in {sum(p['score_after'] != p['score_before'] for p in probes)}; Gate-1 said "
+              f"{dict(Counter(p['gate1'] for p in probes))}; paths still at 100 at the end: "
+              f"{len({(p['task'], p['variation']) for p in probes if p.get('final') == 100})} of "
+              f"{len({(p['task'], p['variation']) for p in probes})}")
+        for p in probes:
+            if p["ended"] or p["menu"] or p["score_after"] != p["score_before"] or p.get("final") != 100:
+                print(f"  {p['task']} v{p['variation']} '{p['focus']}': {p['reply'][:80]!r} score {p['score_before']:g} "
+                      f"-> {p['score_after']:g}, ended {p['ended']}, final {p.get('final')}")
+    elif probes:
         went_on = [p for p in probes if not p["ended"] and not p["menu"]]
         print(f"\nA wrong focus first ({args.split}, {len(probes)} paths): the episode ended on it in "
               f"{sum(p['ended'] for p in probes)}, raised a menu in {sum(p['menu'] for p in probes)}, went on in "

@@ -27,6 +27,7 @@ class SRMHooks:
         return GateContext(valid=valid, look=ss.look, inventory=ss.inventory, focus_done=st.focus_done,
                            focus_unrewarded=st.focus_unrewarded,
                            focus_unrewarded_gold=self._focus_unrewarded_gold, focus_limit=self._focus_limit,
+                           focused=tuple(st.focused),
                            avoid=st.avoid if live else (), no_focus=live and bool(st.avoid),
                            embedder=LazyEmbedder(lambda: self.embedder),
                            object_names=getattr(getattr(self, "env", None), "object_names", None))

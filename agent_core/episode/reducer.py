@@ -12,7 +12,7 @@ from typing import Iterable
 
 from ..actions import action_key, is_focus
 from ..config import Config
-from ..observation import parse_menu
+from ..observation import focused_name, parse_menu
 from ..trace import StepRecord
 from .state import AgentState, Buffered, digest
 
@@ -64,6 +64,9 @@ def apply(state: AgentState, rec: StepRecord, cfg: Config, room_before: str | No
     if focus_counts(rec):
         st.focus_done += 1
         st.focus_unrewarded += rec.reward <= 0
+        name = focused_name(rec.observation)
+        if name:
+            st.focused.append(name)
     elif rec.menu is None and is_focus(rec.action) and rec.action_valid is False:
         st.focus_rejected += 1
     st.rewards.append(rec.reward)

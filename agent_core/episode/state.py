@@ -40,6 +40,9 @@ class AgentState:
     # of focus_done, those the game took without a reward (Gate-1's FOCUS_LIMIT under focus_limit_counts =
     # "rewarded"); not in the digest: the record's own action and reward give it, so a replay cannot differ
     focus_unrewarded: int = 0
+    # the objects the counted focuses named, as the game said ("You focus on the X."): Gate-1's FOCUS_REPEAT; not in
+    # the digest either, for the same reason
+    focused: list[str] = field(default_factory=list)
     focus_rejected: int = 0  # `focus on` actions the game rejected: not taken (traces before 2026-12-04 counted them)
     last_report_step: int | None = None
     pending_report: StagnationReport | None = None

@@ -46,6 +46,9 @@ REASONS: dict[str, str] = {
                           "lists what is inside closed containers too, and answers 'No known action' when it is "
                           "played)",
     "FOCUS_LIMIT": "one 'focus on' too many: the task takes only so many, and a wrong focus ends it",
+    "FOCUS_REPEAT": "'focus on' an object this episode already focused on: the game takes it as the task's next "
+                    "focus, which ends a task that asks for two focuses, and changes nothing in a task that asks "
+                    "for one",
     "NO_OP_ALREADY_OPEN": "opening something that is already open (it would change nothing)",
     "NO_OP_ALREADY_CLOSED": "closing something that is already closed (it would change nothing)",
     "NO_OP_ALREADY_ACTIVE": "activating something that is already on (it would change nothing)",
@@ -77,6 +80,7 @@ class GateContext:
     focus_unrewarded: int = 0  # of those, the ones the game took without a reward (the episode went on)
     focus_unrewarded_gold: int = 0  # the most a train gold path of the task takes without a reward
     focus_limit: int | None = None  # the task's (from train gold paths); None = unknown, not checked
+    focused: Sequence[str] = ()  # the objects this episode focused on, as the game named them ("You focus on the X.")
     avoid: Sequence[str] = ()  # a live stagnation report's actions to avoid (Swift and Sage)
     no_focus: bool = False  # a live stagnation report's constraint: no `focus on` now (Swift and Sage)
     embedder: object | None = None  # for REPAIR_NEAREST; None disables it
@@ -108,6 +112,20 @@ def focus_target_visible(target: str, look: str, inventory: str) -> bool:
     matches "a glass cup (containing nothing)")."""
     words = _words(ARTICLES.sub(" ", target)) - {"in", "on", "of", "containing", "with", "to"}
     return bool(words) and words <= _words(look) | _words(inventory)
+
+
+def _object_words(name: str) -> frozenset[str]:
+    """An object's own words: the name before any " in <place>" (`thermometer in inventory`, `apple seed in the
+    seed stage in flower pot 4`), without articles, in any order (the game says "turtle egg" for `egg turtle`)."""
+    head = re.split(r"\s+in\s+", ARTICLES.sub(" ", name.lower()).strip(), maxsplit=1)[0]
+    return frozenset(re.findall(r"[a-z0-9]+", head))
+
+
+def refocuses(target: str, focused: Sequence[str]) -> str | None:
+    """The name of an object already focused on that `target` names (its own words, the same set), else None. A
+    name that only shares words ("paint" for the green paint, "cup containing green paint") is not the same."""
+    words = _object_words(target)
+    return next((f for f in focused if words and _object_words(f) == words), None)
 
 
 _STATE_WORDS = {
@@ -185,6 +203,9 @@ class Gate1:
                 return out(DROP, "FOCUS_LIMIT", detail=f"this task takes {ctx.focus_limit} 'focus on' action(s) "
                                                        f"and {spent} were already taken" +
                                                        (f" ({spare} unrewarded one(s) not counted)" if spare else ""))
+            if self.cfg.gate1_focus_repeat and refocuses(target, ctx.focused):
+                return out(DROP, "FOCUS_REPEAT", detail=f"this episode already focused on "
+                                                        f"'{refocuses(target, ctx.focused)}'")
             # the game's generic names for an object in scope ("focus on object" for a finger painting) are
             # visible whenever the game offers them; a named target must show in the room or inventory text
             # (the valid actions also list what is inside a closed fridge)
