@@ -49,6 +49,11 @@ def main() -> None:
     if same_ref:
         n_same = sum(old[k] == again[k] for k in same_ref)
         print(f"\nreference ({args.reference}) played again: the same Final in {n_same} of {len(same_ref)}")
+        if n_same < len(same_ref):
+            # this machine (or this revision) plays unchanged episodes differently: putting its Finals into the old
+            # evaluation would mix two runs' play, so compare the episodes played again among themselves instead
+            raise SystemExit("the reference does not play the same here: no substituted figures (compare the "
+                             "episodes played again with each other, on this machine)")
     new = {**old, **again}
     print(f"\n{'preset':14s} {'pairs':>5s}  before                    after")
     for preset in sorted({k[0] for k in again} - {args.reference}):

@@ -71,7 +71,7 @@ spec = res["spec"]
 st.markdown(f"**{Path(path).name}**: {res['episodes_done']} of {res['episodes_asked']} episodes finished · split "
             f"`{spec['split']}` · step limit {spec['step_limit']} · " +
             (f"variations {spec['variation_list']}" if spec.get("variation_list") else
-             f"first {spec['variations']} test variation(s) per task") +
+             f"first {spec['variations']} {spec['split']} variation(s) per task") +
             (f" · overrides `{' '.join(spec['overrides'])}`" if spec.get("overrides") else ""))
 if res["missing"]:
     st.warning(f"{len(res['missing'])} episode(s) not finished yet (still running, or interrupted: rerun the same "

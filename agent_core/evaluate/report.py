@@ -103,8 +103,8 @@ def markdown(res: dict[str, Any]) -> str:
     lines = [f"# Evaluation report", "",
              f"{res['episodes_done']} of {res['episodes_asked']} episodes finished; split `{s['split']}`, "
              f"step limit {s['step_limit']}, " +
-             (f"test variations {s['variation_list']}" if s.get("variation_list") else
-              f"the first {s['variations']} test variation(s) of each task") +
+             (f"{s['split']} variations {s['variation_list']}" if s.get("variation_list") else
+              f"the first {s['variations']} {s['split']} variation(s) of each task") +
              (f", overrides `{' '.join(s['overrides'])}`" if s.get("overrides") else "") +
              (f"; wall time {res['wall_s'] / 60:.1f} min" if res.get("wall_s") else "") + ".", ""]
     if res.get("missing"):
