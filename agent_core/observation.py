@@ -57,10 +57,3 @@ def _clean_desc(desc: str) -> str:
 def room_of(look: str) -> str:
     m = _ROOM_RE.search(look or "")
     return m.group(1).strip() if m else ""
-
-
-def focused_name(observation: str) -> str | None:
-    """The object a taken `focus on` named, as the game says it: "You focus on the green paint." -> green paint."""
-    m = re.match(r"\s*You focus on (?:the |a |an )?(.+?)\.?\s*$", (observation or "").splitlines()[0]
-                 if observation else "")
-    return m.group(1) if m else None

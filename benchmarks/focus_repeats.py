@@ -36,11 +36,12 @@ def main() -> None:
         cfg = Config.from_dict(ep.header.config)  # the settings the episode was played with
         st = initial_state(ep.header.task, "", 0, "", "", "")
         for rec in ep.steps:
-            same = is_focus(rec.action) and focus_counts(rec) and refocuses(argument_of(rec.action), st.focused)
+            action = rec.menu.request if rec.menu is not None else rec.action  # a menu answer is a number
+            same = is_focus(action) and focus_counts(rec) and refocuses(argument_of(action), st.focused)
             if same:
                 repeats[preset] += 1
                 print(f"{preset:12s} {ep.header.task:45s} v{ep.header.variation:<4d} step {rec.step:3d} "
-                      f"'{rec.action}' (already focused: {same}): {rec.observation.strip()[:50]!r}, reward "
+                      f"'{action}' (already focused: {same}): {rec.observation.strip()[:50]!r}, reward "
                       f"{rec.reward:g}, ended {rec.done}, final {ep.summary.final_score if ep.summary else '-'}")
             st = apply(st, rec, cfg)
     print()

@@ -35,7 +35,6 @@ from agent_core.actions import ROOMS, argument_of, canonical, is_focus  # noqa: 
 from agent_core.config import EnvConfig, SRMConfig  # noqa: E402
 from agent_core.env import ScienceWorld  # noqa: E402
 from agent_core.gold import focus_limit, focus_unrewarded_limit  # noqa: E402
-from agent_core.observation import focused_name  # noqa: E402
 from agent_core.srm.gate1 import DROP, Gate1, GateContext  # noqa: E402
 from agent_core.task_catalog import catalog  # noqa: E402
 
@@ -91,7 +90,7 @@ def drops_on_gold(split: str, variations: int, tasks: list[str], log=print,
                         log(f"{info.name} v{var}: '{wrong}' -> ended {nxt.done}, menu {bool(nxt.menu)}, score {nxt.score:g}")
                         continue
                     focus_done, unrewarded, obs = 1, int(nxt.reward <= 0), nxt
-                    focused += [n for n in [focused_name(nxt.text)] if n]
+                    focused.append(argument_of(wrong))
                 for i, action in enumerate(gold, 1):
                     if obs.done:
                         break
@@ -116,7 +115,7 @@ def drops_on_gold(split: str, variations: int, tasks: list[str], log=print,
                     if is_focus(action) and nxt.action_valid:
                         focus_done += 1
                         unrewarded += nxt.reward <= 0
-                        focused += [n for n in [focused_name(nxt.text)] if n]
+                        focused.append(argument_of(action))
                     if repeat_focus and is_focus(action) and nxt.action_valid and not nxt.done and not nxt.menu:
                         ctx = GateContext(valid=env.valid_actions(), look=nxt.look, inventory=nxt.inventory,
                                           focus_done=focus_done, focus_unrewarded=unrewarded,

@@ -343,28 +343,29 @@ def test_the_gold_paths_say_which_tasks_take_a_focus_without_reward():
 
 def test_a_second_focus_on_an_object_already_focused_on_is_dropped():
     """On train gold paths, each gold `focus on` played twice (benchmarks/gate1_on_gold.py --repeat-focus): in the 7
-    of 20 tasks that ask for two focuses the repeat ended the episode at -100 ("You focus on the green paint." taken as
-    the final paint), and in the others it changed nothing. Gate-1 let the repeat through wherever the task's focus
-    limit was not yet reached. The object is read from the game's own reply, so another object sharing a word is
-    not the same one; srm.gate1_focus_repeat = false is the earlier rule."""
+    of 20 tasks that ask for two focuses the repeat ended the episode at -100 (the green paint taken as the final
+    paint), and in the others it changed nothing. Gate-1 let the repeat through wherever the task's focus limit was
+    not yet reached. The same object is the same words as the earlier focus named it, a trailing "in inventory" or
+    "in <room>" aside: another object sharing a word, another flower pot, another one-letter label, or a life stage
+    named another way is not a repeat. srm.gate1_focus_repeat = false is the earlier rule."""
     from dataclasses import replace
     from pathlib import Path
 
     from agent_core.config import SRMConfig, preset
     from agent_core.episode.reducer import apply
     from agent_core.episode.state import initial_state
-    from agent_core.observation import focused_name
+    from agent_core.srm.gate1 import refocuses
     from agent_core.trace import read_episode
 
-    assert focused_name("You focus on the green paint.") == "green paint"
-    assert focused_name("You focus on the turtle egg.\n") == "turtle egg"
-    assert focused_name("No known action matches that input.") is None
     path = next(Path(__file__).resolve().parents[1].glob("assets/episodes/*find-non-living-thing-v225-baseline*.jsonl"))
     rec = next(r for r in read_episode(path).steps if r.action.startswith("focus on") and r.action_valid)
     took = replace(rec, action="focus on green paint", reward=25.0, observation="You focus on the green paint.")
     cfg = preset("full")
-    st = apply(initial_state("chemistry-mix-paint-tertiary-color", "", 0, "", "", ""), took, cfg)
+    st0 = initial_state("chemistry-mix-paint-tertiary-color", "", 0, "", "", "")
+    st = apply(st0, took, cfg)
     assert st.focused == ["green paint"] and st.focus_done == 1
+    # the state before is left as it was: a live step applies the same record to it twice, a replay once
+    assert st0.focused == [] and apply(st0, took, cfg).focused == ["green paint"]
     look = "This room is called the art studio. In it, you see: \n\ta wood cup (containing green paint)\n" \
            "\ta wood cup (containing violet paint)\n"
     valid = ["focus on green paint", "focus on violet paint", "focus on cup containing green paint", "look around"]
@@ -375,8 +376,14 @@ def test_a_second_focus_on_an_object_already_focused_on_is_dropped():
 
     d = check("focus on green paint")
     assert (d.decision, d.reason) == ("DROP", "FOCUS_REPEAT") and "green paint" in d.detail
-    assert check("focus on green paint in art studio").reason == "FOCUS_REPEAT"  # named by where it is
+    assert check("focus on green paint in art studio").reason == "FOCUS_REPEAT"  # named with the room it is in
     assert check("focus on violet paint").decision == "ACCEPT"  # the task's next focus
     assert check("focus on cup containing green paint").reason != "FOCUS_REPEAT"  # another object (the cup)
     assert check("focus on green paint", repeat=False).decision == "ACCEPT"  # the earlier rule
     assert check("focus on green paint", focused=()).decision == "ACCEPT"
+    assert refocuses("thermometer", ["thermometer in inventory"]) == "thermometer in inventory"
+    # the game answers "You focus on the lemon tree." for every stage: the stages stay apart by how they are named
+    assert refocuses("lemon tree in self watering flower pot 5", ["adult lemon tree"]) is None
+    assert refocuses("lemon tree in self watering flower pot 6", ["lemon tree in self watering flower pot 5"]) is None
+    assert refocuses("unknown substance B", ["unknown substance A"]) is None
+    assert refocuses("unknown substance A", ["unknown substance A in inventory"]) == "unknown substance A in inventory"

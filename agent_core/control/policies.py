@@ -97,6 +97,9 @@ class ScriptedSwift:
         self._items = list(actions) if not callable(actions) else []
         self._on_memory = on_memory  # what to propose on a T1 retry (default: the same as without memory)
         self.memories: list[str] = []  # memory fields received (tests read them)
+        # a fixed list is one proposal per step: a second ranking in the same step (SRM's rerank at a dead end)
+        # would take the next step's item
+        self.reranks = self._fn is not None
 
     def propose(self, state: SwiftState, valid_actions: Sequence[str], memory: str = "") -> SwiftProposal:
         if memory:

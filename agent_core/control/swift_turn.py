@@ -80,7 +80,7 @@ class SwiftTurn:
             w.gate1.append(d)
             if d.decision != DROP:
                 return d.result, "swift"
-        if srm.gate1_rerank_admissible:
+        if srm.gate1_rerank_admissible and getattr(self.swift, "reranks", True):
             hit = self._rerank_admissible(w, valid, set(checked) | set(ranked))
             if hit is not None:
                 return hit, "swift"

@@ -10,9 +10,9 @@ import re
 from collections import deque
 from typing import Iterable
 
-from ..actions import action_key, is_focus
+from ..actions import action_key, argument_of, is_focus
 from ..config import Config
-from ..observation import focused_name, parse_menu
+from ..observation import parse_menu
 from ..trace import StepRecord
 from .state import AgentState, Buffered, digest
 
@@ -64,9 +64,7 @@ def apply(state: AgentState, rec: StepRecord, cfg: Config, room_before: str | No
     if focus_counts(rec):
         st.focus_done += 1
         st.focus_unrewarded += rec.reward <= 0
-        name = focused_name(rec.observation)
-        if name:
-            st.focused.append(name)
+        st.focused.append(argument_of(rec.menu.request if rec.menu is not None else rec.action))
     elif rec.menu is None and is_focus(rec.action) and rec.action_valid is False:
         st.focus_rejected += 1
     st.rewards.append(rec.reward)

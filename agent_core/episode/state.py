@@ -40,8 +40,8 @@ class AgentState:
     # of focus_done, those the game took without a reward (Gate-1's FOCUS_LIMIT under focus_limit_counts =
     # "rewarded"); not in the digest: the record's own action and reward give it, so a replay cannot differ
     focus_unrewarded: int = 0
-    # the objects the counted focuses named, as the game said ("You focus on the X."): Gate-1's FOCUS_REPEAT; not in
-    # the digest either, for the same reason
+    # the objects the counted focuses named (`focus on X` -> X; a menu's request when a menu answer chose it):
+    # Gate-1's FOCUS_REPEAT; not in the digest either, for the same reason
     focused: list[str] = field(default_factory=list)
     focus_rejected: int = 0  # `focus on` actions the game rejected: not taken (traces before 2026-12-04 counted them)
     last_report_step: int | None = None
@@ -64,6 +64,7 @@ class AgentState:
         out = copy.copy(self)
         out.buffer = deque(copy.copy(b) for b in self.buffer)
         out.rewards, out.sage_history, out.avoid = list(self.rewards), list(self.sage_history), list(self.avoid)
+        out.focused = list(self.focused)
         out.plan, out.amm_written, out.amm_t3_fired = dict(self.plan), dict(self.amm_written), list(self.amm_t3_fired)
         out.menu_tried = {k: list(v) for k, v in self.menu_tried.items()}
         if self.swift_state is not None:

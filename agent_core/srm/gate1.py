@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
-from ..actions import (ARTICLES, MOVE_VERBS, action_key, argument_of, canonical, is_focus, names_everything,
+from ..actions import (ARTICLES, MOVE_VERBS, ROOMS, action_key, argument_of, canonical, is_focus, names_everything,
                        normalize, part_namings, same_verb_class, seen_by_another_name, self_referential, split_verb,
                        stages_shown, strip_decorations, unseen_words, verb_of)
 from ..config import SRMConfig
@@ -46,9 +46,9 @@ REASONS: dict[str, str] = {
                           "lists what is inside closed containers too, and answers 'No known action' when it is "
                           "played)",
     "FOCUS_LIMIT": "one 'focus on' too many: the task takes only so many, and a wrong focus ends it",
-    "FOCUS_REPEAT": "'focus on' an object this episode already focused on: the game takes it as the task's next "
-                    "focus, which ends a task that asks for two focuses, and changes nothing in a task that asks "
-                    "for one",
+    "FOCUS_REPEAT": "'focus on' an object this episode already focused on (named the same way): the game takes it "
+                    "as the task's next focus, which ends a task that asks for two focuses, and changes nothing in a "
+                    "task that asks for one",
     "NO_OP_ALREADY_OPEN": "opening something that is already open (it would change nothing)",
     "NO_OP_ALREADY_CLOSED": "closing something that is already closed (it would change nothing)",
     "NO_OP_ALREADY_ACTIVE": "activating something that is already on (it would change nothing)",
@@ -80,7 +80,7 @@ class GateContext:
     focus_unrewarded: int = 0  # of those, the ones the game took without a reward (the episode went on)
     focus_unrewarded_gold: int = 0  # the most a train gold path of the task takes without a reward
     focus_limit: int | None = None  # the task's (from train gold paths); None = unknown, not checked
-    focused: Sequence[str] = ()  # the objects this episode focused on, as the game named them ("You focus on the X.")
+    focused: Sequence[str] = ()  # the objects this episode's taken focuses named (`focus on X` -> X)
     avoid: Sequence[str] = ()  # a live stagnation report's actions to avoid (Swift and Sage)
     no_focus: bool = False  # a live stagnation report's constraint: no `focus on` now (Swift and Sage)
     embedder: object | None = None  # for REPAIR_NEAREST; None disables it
@@ -114,16 +114,21 @@ def focus_target_visible(target: str, look: str, inventory: str) -> bool:
     return bool(words) and words <= _words(look) | _words(inventory)
 
 
+_WHERE = re.compile(r"\s+in\s+(?:inventory|" + "|".join(re.escape(r) for r in ROOMS) + r")\s*$")
+
+
 def _object_words(name: str) -> frozenset[str]:
-    """An object's own words: the name before any " in <place>" (`thermometer in inventory`, `apple seed in the
-    seed stage in flower pot 4`), without articles, in any order (the game says "turtle egg" for `egg turtle`)."""
-    head = re.split(r"\s+in\s+", ARTICLES.sub(" ", name.lower()).strip(), maxsplit=1)[0]
-    return frozenset(re.findall(r"[a-z0-9]+", head))
+    """An object's words as a `focus on` names it, in any order, without a trailing " in inventory" or " in <room>"
+    (`thermometer in inventory` is the thermometer); any other place stays ("lemon tree in flower pot 5" is not the
+    lemon tree in pot 6), and so does a one-letter label ("unknown substance A")."""
+    return frozenset(re.findall(r"[a-z0-9]+", _WHERE.sub("", re.sub(r"\bthe\b", " ", name.lower()).strip())))
 
 
 def refocuses(target: str, focused: Sequence[str]) -> str | None:
-    """The name of an object already focused on that `target` names (its own words, the same set), else None. A
-    name that only shares words ("paint" for the green paint, "cup containing green paint") is not the same."""
+    """The earlier focus (its object as that action named it) that `target` names again, else None. Only the same
+    words count: a name that shares words ("paint" for the green paint, "cup containing green paint") or a life
+    stage the game answers with the same species name ("adult lemon tree", "lemon tree in flower pot 5") is not
+    taken for the same object."""
     words = _object_words(target)
     return next((f for f in focused if words and _object_words(f) == words), None)
 
