@@ -13,9 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere
 
-from agent_core.config import Config  # noqa: E402
-from agent_core.episode.reducer import apply  # noqa: E402
-from agent_core.episode.state import initial_state  # noqa: E402
+from agent_core.episode.replay import states_along  # noqa: E402
 from agent_core.gold import focus_unrewarded_limit  # noqa: E402
 from agent_core.trace import read_episode  # noqa: E402
 
@@ -27,13 +25,9 @@ def main() -> None:
     would_change = total = 0
     for path in sorted(Path(args.evaluation).glob("traces/*/*.jsonl")):
         ep = read_episode(path)
-        cfg = Config.from_dict(ep.header.config)  # the settings the episode was played with
-        st = initial_state(ep.header.task, "", 0, "", "", "")
         allowance = focus_unrewarded_limit(ep.header.task)
-        drops = []
-        for rec in ep.steps:
-            drops += [(rec.step, st.focus_done, st.focus_unrewarded) for d in rec.gate1 if d.reason == "FOCUS_LIMIT"]
-            st = apply(st, rec, cfg)
+        drops = [(rec.step, st.focus_done, st.focus_unrewarded) for rec, st in states_along(ep)
+                 for d in rec.gate1 if d.reason == "FOCUS_LIMIT"]
         if drops:
             changes = any(u > allowance for _, _, u in drops)
             would_change += changes

@@ -16,9 +16,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere
 
 from agent_core.actions import argument_of, is_focus  # noqa: E402
-from agent_core.config import Config  # noqa: E402
-from agent_core.episode.reducer import apply, focus_counts  # noqa: E402
-from agent_core.episode.state import initial_state  # noqa: E402
+from agent_core.episode.reducer import focus_counts  # noqa: E402
+from agent_core.episode.replay import states_along  # noqa: E402
 from agent_core.srm.gate1 import refocuses  # noqa: E402
 from agent_core.trace import read_episode  # noqa: E402
 
@@ -33,9 +32,7 @@ def main() -> None:
         ep = read_episode(path)
         preset = path.parent.name
         episodes[preset] += 1
-        cfg = Config.from_dict(ep.header.config)  # the settings the episode was played with
-        st = initial_state(ep.header.task, "", 0, "", "", "")
-        for rec in ep.steps:
+        for rec, st in states_along(ep):
             action = rec.menu.request if rec.menu is not None else rec.action  # a menu answer is a number
             same = is_focus(action) and focus_counts(rec) and refocuses(argument_of(action), st.focused)
             if same:
@@ -43,7 +40,6 @@ def main() -> None:
                 print(f"{preset:12s} {ep.header.task:45s} v{ep.header.variation:<4d} step {rec.step:3d} "
                       f"'{action}' (already focused: {same}): {rec.observation.strip()[:50]!r}, reward "
                       f"{rec.reward:g}, ended {rec.done}, final {ep.summary.final_score if ep.summary else '-'}")
-            st = apply(st, rec, cfg)
     print()
     for preset in sorted(episodes):
         print(f"{preset:12s} {episodes[preset]:4d} episodes, {repeats[preset]} repeated focus(es) played")

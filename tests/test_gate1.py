@@ -387,3 +387,20 @@ def test_a_second_focus_on_an_object_already_focused_on_is_dropped():
     assert refocuses("lemon tree in self watering flower pot 6", ["lemon tree in self watering flower pot 5"]) is None
     assert refocuses("unknown substance B", ["unknown substance A"]) is None
     assert refocuses("unknown substance A", ["unknown substance A in inventory"]) == "unknown substance A in inventory"
+
+
+def test_states_along_an_episode_are_the_states_before_each_record():
+    """The benchmarks' view of what a rule saw: the state before each step, rebuilt by apply() from the records."""
+    from pathlib import Path
+
+    from agent_core.episode.reducer import focus_counts
+    from agent_core.episode.replay import states_along
+    from agent_core.trace import read_episode
+
+    path = next(Path(__file__).resolve().parents[1].glob("assets/episodes/*find-non-living-thing-v225-baseline*.jsonl"))
+    ep = read_episode(path)
+    pairs = list(states_along(ep))
+    assert [r.step for r, _ in pairs] == [r.step for r in ep.steps] and pairs[0][1].focus_done == 0
+    for i, (rec, st) in enumerate(pairs):  # each state counts the focuses of the records before it, not its own
+        assert st.focus_done == sum(focus_counts(r) for r in ep.steps[:i])
+        assert len(st.focused) == st.focus_done

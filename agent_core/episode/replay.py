@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
+from typing import Any, Iterator
 
-from ..trace import Episode
+from ..trace import Episode, StepRecord
 from .state import AgentState
 
 
@@ -65,3 +65,17 @@ def provenance_changes(header_code: dict[str, Any], header_hash: str, code: dict
     if header_hash and config_hash and header_hash != config_hash:
         out.append(f"config: recorded {header_hash[:12]}, now {config_hash[:12]}")
     return out
+
+
+def states_along(ep: Episode) -> Iterator[tuple[StepRecord, AgentState]]:
+    """Each step record with the agent's state just before it, rebuilt from the records by the one transition
+    (`apply`) under the settings the episode was played with: what a rule saw when it fired (benchmarks read it)."""
+    from ..config import Config
+    from .reducer import apply
+    from .state import initial_state
+
+    cfg = Config.from_dict(ep.header.config)
+    st = initial_state(ep.header.task, "", 0, "", "", "")
+    for rec in ep.steps:
+        yield rec, st
+        st = apply(st, rec, cfg)
