@@ -15,4 +15,5 @@ if [ $FAST = 1 ]; then
 fi
 # two workers: 15.6 min instead of 20.5 for the whole suite (docs/TESTING.md); loadgroup keeps the tests of one
 # xdist_group (a shared evaluation, a module's server or loaded model) on one worker
-exec .venv/bin/python -m pytest -q -n 2 --dist loadgroup "$@"
+# --durations: the slowest tests are printed with the result, so a slow CI run says where its time went
+exec .venv/bin/python -m pytest -q -n 2 --dist loadgroup --durations=25 "$@"

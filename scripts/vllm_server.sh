@@ -48,8 +48,12 @@ GGUF=$(.venv/bin/python -c "from agent_core.llm.embedded import model_path; prin
 WEIGHTS=${SWIFTSAGE_CACHE:-$HOME/.cache/swiftsage}/hf/$MODEL
 "$VENV/bin/python" scripts/gguf_to_hf.py "$GGUF" "$WEIGHTS" >&2
 [ $INSTALL_ONLY = 1 ] && { say "ready: $WEIGHTS"; exit 0; }
-say "serving $MODEL on http://$HOST:$PORT/v1 (startup takes a minute or two on a CPU)"
+# bfloat16 only where the CPU computes it natively (AVX-512 BF16 or AMX); an AVX2-only CPU emulates it, and a
+# scoring call of 8 options then took over 120 s where float32 takes ~35 s (docs/LLM_BACKENDS.md)
+if grep -qwE 'avx512_bf16|amx_bf16' /proc/cpuinfo 2>/dev/null; then DTYPE=bfloat16; else DTYPE=float32; fi
+DTYPE=${SWIFTSAGE_VLLM_DTYPE:-$DTYPE}
+say "serving $MODEL ($DTYPE) on http://$HOST:$PORT/v1 (startup takes a minute or two on a CPU)"
 export VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-1} HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_NO_USAGE_STATS=1 \
   DO_NOT_TRACK=1
 exec "$VENV/bin/python" -m vllm.entrypoints.openai.api_server --model "$WEIGHTS" --served-model-name "$MODEL" \
-  --host "$HOST" --port "$PORT" --max-model-len 4096 --dtype bfloat16 ${EXTRA[@]+"${EXTRA[@]}"}
+  --host "$HOST" --port "$PORT" --max-model-len 4096 --dtype "$DTYPE" ${EXTRA[@]+"${EXTRA[@]}"}

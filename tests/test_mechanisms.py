@@ -386,7 +386,11 @@ def test_the_embedded_model_scores_the_same_whatever_the_order():
     assert again.prompt_tokens - again.cached_tokens <= 1
     assert max(abs(a - b) for a, b in zip(again.logprobs, together.logprobs)) < 1e-3
     direct = llm.score(sage.alone_template, options)
-    # (to llama.cpp's batch rounding: SmolLM2's Q4_1 weights differ by up to ~0.1 per token between batch shapes; an
-    # option that saw the conversation's cells, or another option's, would be off by whole nats)
-    assert all(abs(a - b) < 0.1 * n for a, b, n in zip(spare, direct.logprobs, direct.tokens)), (spare, direct.logprobs)
+    # (to llama.cpp's batch rounding: SmolLM2's Q4_1 weights differ between batch shapes by up to ~0.1 per token with
+    # AVX-512 kernels and ~0.12 with AVX2 ones; an option that saw the conversation's cells scores whole nats per
+    # token away, as the conversation's own scores show)
+    per_token = [abs(a - b) / n for a, b, n in zip(spare, direct.logprobs, direct.tokens)]
+    assert max(per_token) < 0.25, (spare, direct.logprobs)
+    seen = [abs(a - b) / n for a, b, n in zip(together.logprobs, direct.logprobs, direct.tokens)]
+    assert sum(seen) / len(seen) > 1.0, seen  # the bound above tells a clean read from a contaminated one
     assert len(set(round(x, 3) for x in spare)) > 1  # a real model: the options differ in themselves

@@ -114,8 +114,8 @@ def test_sage_scores_its_options_through_vllm_whatever_their_order(vllm_server):
         results.append(dict(ranked))
         assert ranked[0][0] == call.output
     assert all(set(r) == set(options) for r in results)
-    # vLLM batches the options differently per order (its CPU kernels in bfloat16): the scores agree within a few
-    # hundredths, and the pick is the same
+    # vLLM batches the options differently per order (in bfloat16 where the CPU has it natively): the scores agree
+    # within a few hundredths, and the pick is the same
     for o in options:
         assert max(abs(r[o] - results[0][o]) for r in results) < 0.1, (o, results)
     assert len({max(r, key=r.get) for r in results}) == 1
