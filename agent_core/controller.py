@@ -36,7 +36,7 @@ from .episode.replay import same_settings  # noqa: F401 - re-exported
 from .episode.state import differences
 from .gold import focus_limit, focus_unrewarded_limit, worked_examples
 from .llm import LLMBackend
-from .provenance import code_revision, config_hash, seed_everything
+from .provenance import code_revision, config_hash, machine, seed_everything
 from .sage import Sage
 from .srm.gate1 import DROP
 from .srm.stagnation import detect
@@ -149,7 +149,7 @@ class Agent(Switching, BufferTurn, SageTurn, SwiftTurn, SRMHooks, Continuing):
                                seed=self.cfg.seed, run_id=run_id, initial_observation=obs.text,
                                initial_look=obs.look, initial_inventory=obs.inventory,
                                mechanisms=self.parts.names(), parent=dict(parent or {}), code=dict(self.code),
-                               config_hash=self.config_hash)
+                               config_hash=self.config_hash, machine=dict(machine()))
         if self.amm is not None:
             header.memory_at_start = self.amm.start_episode(run_id, info.name, obs.task_description, variation)
             header.memory_store = _project_relative(self.amm.path)

@@ -44,6 +44,37 @@ def code_revision() -> dict[str, Any]:
         return {"commit": env, "modified": False, "source": "environment" if env else "unknown"}
 
 
+@functools.lru_cache(maxsize=1)
+def machine() -> dict[str, Any]:
+    """{"cpu": model name, "isa": the widest vector instructions the numeric kernels can use, "cores"}. torch's and
+    llama.cpp's kernels round differently on AVX-512 and AVX2, so the same code, settings and seed can rank another
+    action first on another machine: a paired comparison should pair episodes played on one kind of machine."""
+    import platform
+
+    cpu, flags = platform.processor() or platform.machine(), set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and cpu in ("", platform.machine(), platform.processor()):
+                cpu = value.strip()
+            elif key.strip() == "flags" and not flags:
+                flags = set(value.split())
+    except OSError:
+        pass
+    if "avx512f" in flags:
+        isa = "avx512" + ("+bf16" if "avx512_bf16" in flags or "amx_bf16" in flags else "")
+    else:
+        isa = next((x for x in ("avx2", "avx", "sse4_2") if x in flags), "unknown" if not flags else "other")
+    return {"cpu": cpu, "isa": isa, "cores": os.cpu_count() or 0}
+
+
+def describe_machine(m: dict[str, Any]) -> str:
+    """'AMD EPYC (avx2, 2 cores)', or that the trace predates the record."""
+    if not m:
+        return "not recorded"
+    return f"{m.get('cpu') or 'unknown CPU'} ({m.get('isa', '?')}, {m.get('cores', '?')} cores)"
+
+
 def config_hash(record: dict[str, Any]) -> str:
     """A short, stable hash of an effective config (its `to_record()` form: the API key is already blank)."""
     text = json.dumps(record, sort_keys=True, separators=(",", ":"), default=str)

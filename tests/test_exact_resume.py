@@ -332,6 +332,8 @@ def test_a_trace_records_the_code_and_config_and_a_strict_resume_refuses_a_chang
     agent.step()
     ep = read_episode(root / "run.jsonl")
     assert ep.header.config_hash == header.config_hash
+    from agent_core.provenance import machine
+    assert ep.header.machine == machine() and ep.header.machine["isa"]  # and the machine that played it
     ep.header.config_hash = "0" * 16  # as if recorded under other settings
     with pytest.raises(ReplayError, match="config"):
         _agent("baseline", root, sw_env, seed_store).resume(ep, strict=True)

@@ -105,6 +105,30 @@ def test_compare_pairs_by_task_and_variation_and_charges_each_divergence():
     assert "| +SRM | 3 | +26.67 [" in text and "| +SRM | t1 | 0 | 30 | 10 | 2 | gate1:TARGET_NOT_VISIBLE (rule)" in text
 
 
+def test_pairs_played_on_different_machines_are_counted_and_named():
+    from agent_core.provenance import describe_machine, machine
+
+    avx2 = {"cpu": "AMD EPYC", "isa": "avx2", "cores": 2}
+    avx512 = {"cpu": "AMD EPYC", "isa": "avx512", "cores": 2}
+    eps = {"b": [_rec(1, "look around")], "p": [_rec(1, "look around")]}
+    rows = []
+    for i, (mb, mp) in enumerate(((avx2, avx2), (avx2, avx512), ({}, avx512))):
+        rows.append({"preset": "baseline", "task": f"t{i}", "task_index": i, "variation": 0, "final": 0, "trace": "b",
+                     "machine": mb})
+        rows.append({"preset": "srm", "task": f"t{i}", "task_index": i, "variation": 0, "final": 0, "trace": "p",
+                     "machine": mp})
+    res = compare(rows, "srm", read=lambda path: SimpleNamespace(steps=eps[path]))
+    assert (res.across_machines, res.machine_unknown) == (1, 1)
+    text = "\n".join(paired_markdown({"paired": {"srm": res.to_dict()}}))
+    assert "**Pairs played on different machines:** +SRM 1." in text
+    same = compare(rows[:2], "srm", read=lambda path: SimpleNamespace(steps=eps[path]))
+    assert same.across_machines == 0 and "different machines" not in "\n".join(
+        paired_markdown({"paired": {"srm": same.to_dict()}}))
+    here = machine()  # this machine, as every new trace header records it
+    assert here["cores"] >= 1 and here["isa"] and describe_machine(here).endswith(f"{here['cores']} cores)")
+    assert describe_machine({}) == "not recorded"
+
+
 def test_plays_the_game_did_not_know_are_counted(tmp_path):
     """The report's "No known action" column: what Gate-1's target-unseen rule is measured by."""
     from agent_core.evaluate.metrics import UNKNOWN_ACTION, episode_metrics
@@ -157,3 +181,18 @@ def test_sage_pick_positions_and_llm_timeouts_are_counted_and_reported(tmp_path)
     tie = {"preset_order": ["baseline", "full"], "presets": {"baseline": {"totals": {"sage_picks": {"own": 1, "3": 1}}},
                                                               "full": {"totals": {"sage_picks": {"own": 2, "1": 1}}}}}
     assert "| **largest share** | 50% (position 3) | 67% (its own commands) |" in "\n".join(picks_markdown(tie))
+
+
+def test_compare_warns_when_two_episodes_come_from_different_code_or_machines():
+    from views.compare import provenance_warning
+
+    def ep(commit, machine):
+        return SimpleNamespace(header=SimpleNamespace(code={"commit": commit}, run_id="r", config={"preset": "srm"},
+                                                      machine=machine))
+
+    avx2 = {"cpu": "AMD EPYC", "isa": "avx2", "cores": 2}
+    assert provenance_warning(ep("a" * 40, avx2), ep("a" * 40, avx2)) is None
+    machines = provenance_warning(ep("a" * 40, avx2), ep("a" * 40, {**avx2, "isa": "avx512"}))
+    assert "different machines (A AMD EPYC (avx2, 2 cores), B AMD EPYC (avx512, 2 cores))" in machines
+    assert "different code" not in machines
+    assert "different code" in provenance_warning(ep("a" * 40, avx2), ep("b" * 40, {}))

@@ -103,9 +103,7 @@ def mechanism_table(a: Episode, b: Episode) -> list[dict[str, Any]]:
 def provenance_warning(a: Episode, b: Episode) -> str | None:
     """Two episodes compared as presets must differ in their preset only: say when the code that recorded them
     differs, or when their settings differ in more than the preset's own fields."""
-    from agent_core.provenance import describe_code
-
-    from agent_core.provenance import shipped_labels
+    from agent_core.provenance import describe_code, describe_machine, shipped_labels
 
     out = []
     ca, cb = a.header.code or {}, b.header.code or {}
@@ -124,6 +122,9 @@ def provenance_warning(a: Episode, b: Episode) -> str | None:
     elif ia != ib:
         out.append(f"they were recorded by different code (A {describe_code(ca, a.header.run_id)}, "
                    f"B {describe_code(cb, b.header.run_id)})")
+    ma, mb = a.header.machine or {}, b.header.machine or {}
+    if ma and mb and ma != mb:  # the same code rounds differently on another CPU's vector kernels
+        out.append(f"they were played on different machines (A {describe_machine(ma)}, B {describe_machine(mb)})")
     extra = settings_differences(a.header.config, b.header.config)
     if extra:
         out.append("their settings differ beyond the preset: " + ", ".join(extra[:6]) +

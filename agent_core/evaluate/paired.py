@@ -139,6 +139,10 @@ class PresetPairs:
     by_mechanism: dict[str, dict[str, float]] = field(default_factory=dict)  # mechanism -> pairs, total change
     rule_losses: int = 0  # pairs that lost Final where a design rule decided the first divergent step
     saved_losses: int = 0  # pairs that lost Final after a drop of what the game rejected in the reference (not a harm)
+    # pairs whose two episodes were played on different kinds of machine (CPU or vector instructions): there the
+    # difference mixes the mechanism with the machine's rounding; and pairs where a trace predates that record
+    across_machines: int = 0
+    machine_unknown: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -181,7 +185,10 @@ def compare(rows: list[dict[str, Any]], preset: str, reference: str = "baseline"
         m["gained"] += r.diff > 0
         m["lost"] += r.diff < 0
         m["change"] = round(m["change"] + r.diff, 4)
+    machines = [(mine[k].get("machine") or {}, ref[k].get("machine") or {}) for k in keys]
     return PresetPairs(preset=preset, reference=reference, interval=interval,
+                       across_machines=sum(1 for a, b in machines if a and b and a != b),
+                       machine_unknown=sum(1 for a, b in machines if not a or not b),
                        diverged=sum(1 for r in out_rows if r.diverged_at is not None), rows=out_rows,
                        by_mechanism=dict(sorted(by.items(), key=lambda kv: kv[1]["change"])),
                        rule_losses=sum(1 for r in out_rows if r.kind == RULE and r.diff < 0),

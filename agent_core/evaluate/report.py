@@ -73,7 +73,7 @@ def provenance(rows: list[dict[str, Any]], order: list[str]) -> dict[str, Any]:
     one hash per preset is a clean evaluation; more means the numbers mix agents."""
     from collections import Counter
 
-    from ..provenance import code_revision, describe_code
+    from ..provenance import code_revision, describe_code, describe_machine
 
     label = {id(r): describe_code(r.get("code") or {}, r.get("run_id", "")) for r in rows}
     codes = Counter(label.values())
@@ -81,7 +81,8 @@ def provenance(rows: list[dict[str, Any]], order: list[str]) -> dict[str, Any]:
     # reader must see which preset ran which code
     by_preset = {p: dict(Counter(label[id(r)] for r in rows if r["preset"] == p)) for p in order}
     hashes = {p: sorted({r.get("config_hash") or "not recorded" for r in rows if r["preset"] == p}) for p in order}
-    return {"code": dict(codes), "code_by_preset": by_preset, "config_hash": hashes,
+    machines = Counter(describe_machine(r.get("machine") or {}) for r in rows)
+    return {"code": dict(codes), "code_by_preset": by_preset, "config_hash": hashes, "machines": dict(machines),
             "report_written_by": code_revision()}
 
 
@@ -176,6 +177,8 @@ def provenance_markdown(prov: dict[str, Any]) -> list[str]:
         f"{k} ({v} episodes)" for k, v in prov.get("code", {}).items()) + ".",
         "Config hash per preset: " + "; ".join(f"{PRESET_LABEL.get(p, p)} {', '.join(h)}"
                                                for p, h in prov.get("config_hash", {}).items()) + "."]
+    if prov.get("machines"):
+        lines.append("Played on: " + ", ".join(f"{k} ({v} episodes)" for k, v in prov["machines"].items()) + ".")
     mixed = mixed_code_line(prov)
     if mixed:
         lines.append(f"**Warning:** {mixed}")
@@ -248,6 +251,12 @@ def paired_markdown(res: dict[str, Any]) -> list[str]:
         lines.append(f"| {PRESET_LABEL.get(p, p)} | {iv['n']} | {iv['mean']:+.2f} [{iv['low']:+.2f}, "
                      f"{iv['high']:+.2f}]{sure} | {d['diverged']} | {d['rule_losses']} | "
                      f"{d.get('saved_losses', '—')} |")  # — : written before saved steps were told apart
+    across = {p: d.get("across_machines", 0) for p, d in paired.items() if d.get("across_machines")}
+    if across:
+        lines += ["", "**Pairs played on different machines:** " + ", ".join(
+            f"{PRESET_LABEL.get(p, p)} {n}" for p, n in across.items()) + ". The same code can rank another action "
+            "first on another CPU (its vector kernels round differently), so in these pairs the difference mixes "
+            "the mechanism with the machine."]
     lines += ["", "### Where the divergent pairs parted (first divergent step, by the mechanism that decided it)", "",
               "| config | mechanism | kind | pairs | gained | lost | total Final change |", "|---|---|---|---|---|---|---|"]
     for p, d in paired.items():

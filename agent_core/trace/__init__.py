@@ -9,11 +9,11 @@ from .canonical import VOLATILE, canonical
 from .io import TraceTail, TraceWriter, _from_dict, _record, has_summary, list_traces, read_episode, to_json_line
 from .schema import (SCHEMA_VERSION, SUPPORTED_SCHEMAS, ActionMapping, AfterStep, CodeRevision, ConfigRecord, CriticCall,
                      EnvEvent, Episode, EpisodeHeader, EpisodeSummary, ForkOrigin, Gate1Decision, LLMCall,
-                     MemoryAtStart, MemoryRetrieval, MemorySummary, MemoryWrite, MenuChoice, ResumeInfo,
+                     MachineInfo, MemoryAtStart, MemoryRetrieval, MemorySummary, MemoryWrite, MenuChoice, ResumeInfo,
                      StagnationReport, StepRecord, SwiftCandidate, TraceError, Trigger, TriggerEvidence)
 
 __all__ = ["SCHEMA_VERSION", "SUPPORTED_SCHEMAS", "VOLATILE", "ActionMapping", "AfterStep", "CodeRevision",
-           "ConfigRecord", "CriticCall", "EnvEvent", "ForkOrigin", "MemoryAtStart", "MemorySummary", "ResumeInfo",
+           "ConfigRecord", "CriticCall", "EnvEvent", "ForkOrigin", "MachineInfo", "MemoryAtStart", "MemorySummary", "ResumeInfo",
            "TriggerEvidence",
            "Episode", "EpisodeHeader", "EpisodeSummary", "Gate1Decision", "LLMCall", "MemoryRetrieval", "MemoryWrite",
            "MenuChoice", "StagnationReport", "StepRecord", "SwiftCandidate", "TraceError", "TraceTail", "TraceWriter",

@@ -93,6 +93,12 @@ class CodeRevision(TypedDict, total=False):
     source: str  # git | environment | unknown
 
 
+class MachineInfo(TypedDict, total=False):
+    cpu: str  # the CPU's model name
+    isa: str  # avx512 | avx512+bf16 | avx2 | avx | ...: which vector kernels torch and llama.cpp ran
+    cores: int
+
+
 class ResumeInfo(TypedDict, total=False):
     at_step: int
     at: float
@@ -407,6 +413,8 @@ class EpisodeHeader:
     # hash of the effective config; empty in traces written before these fields existed
     code: CodeRevision = field(default_factory=dict)  # type: ignore[assignment]
     config_hash: str = ""
+    # the machine that played (agent_core.provenance.machine): the same code can rank differently on another CPU
+    machine: MachineInfo = field(default_factory=dict)  # type: ignore[assignment]
 
 
 @dataclass
