@@ -179,14 +179,16 @@ def _reference_path(tmp_path, env, seed_store) -> Path:
 
 @pytest.mark.parametrize("scenario", ["full", "full-free"])
 def test_kill_at_every_step_and_resume_gives_the_same_trace_and_store(tmp_path, sw_env, seed_store, scenario):
+    """Killed after every step k: between steps for even k, half way through step k+1 (its memory written, its record
+    not) for odd k, the two scenarios swapping the parity so that each k is killed both ways across them. (Both ways
+    at every k in each scenario took 29 min of one worker on a 2-core AVX2 CPU, half the suite.)"""
     ref = _reference(scenario, tmp_path, sw_env, seed_store)
     for k in range(N):
-        for mid in (False, True):
-            got = _killed_and_resumed(scenario, tmp_path / f"k{k}-{'mid' if mid else 'clean'}", sw_env,
-                                      seed_store, k, mid)
-            assert got[0] == ref[0], f"k={k} mid={mid}: {_first_difference(got[0], ref[0])}"
-            assert got[1] == ref[1], f"k={k} mid={mid}: summary"
-            assert got[2] == ref[2], f"k={k} mid={mid}: memory store"
+        mid = (k % 2 == 1) != (scenario == "full-free")
+        got = _killed_and_resumed(scenario, tmp_path / f"k{k}-{'mid' if mid else 'clean'}", sw_env, seed_store, k, mid)
+        assert got[0] == ref[0], f"k={k} mid={mid}: {_first_difference(got[0], ref[0])}"
+        assert got[1] == ref[1], f"k={k} mid={mid}: summary"
+        assert got[2] == ref[2], f"k={k} mid={mid}: memory store"
 
 
 @pytest.mark.parametrize("scenario", ["baseline", "srm", "amm"])
