@@ -46,7 +46,7 @@ def code_revision() -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=1)
 def machine() -> dict[str, Any]:
-    """{"cpu": model name, "isa": the widest vector instructions the numeric kernels can use, "cores"}. torch's and
+    """{"cpu": model name, "isa": the widest vector instructions the CPU offers, "cores"}. torch's and
     llama.cpp's kernels round differently on AVX-512 and AVX2, so the same code, settings and seed can rank another
     action first on another machine: a paired comparison should pair episodes played on one kind of machine."""
     import platform
@@ -66,6 +66,12 @@ def machine() -> dict[str, Any]:
     else:
         isa = next((x for x in ("avx2", "avx", "sse4_2") if x in flags), "unknown" if not flags else "other")
     return {"cpu": cpu, "isa": isa, "cores": os.cpu_count() or 0}
+
+
+def same_machine_kind(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Two recorded machines that round alike: the same CPU model and vector instructions (the core count aside:
+    Swift's numbers are the same on 1 and 2 threads)."""
+    return (a.get("cpu"), a.get("isa")) == (b.get("cpu"), b.get("isa"))
 
 
 def describe_machine(m: dict[str, Any]) -> str:

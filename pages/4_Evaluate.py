@@ -81,9 +81,9 @@ if mixed:  # a re-play of some presets after a fix: say which preset ran which c
     st.warning(mixed[0].upper() + mixed[1:] + " Paired differences then compare agents of different revisions.")
 machines = (res.get("provenance") or {}).get("machines") or {}
 if len([m for m in machines if m != "not recorded"]) > 1:  # pairs may then mix a mechanism with a CPU's rounding
-    st.warning("The episodes were played on more than one kind of machine: " +
+    st.warning("The episodes were played on more than one machine: " +
                ", ".join(f"{k} ({v})" for k, v in machines.items()) + ". The paired table below counts the pairs "
-               "whose two episodes were played on different machines.")
+               "whose two episodes were played on different kinds of machine (CPU model or vector instructions).")
 if not res["preset_order"]:
     st.info("No episode has finished yet.")
     st.stop()

@@ -392,5 +392,5 @@ def test_the_embedded_model_scores_the_same_whatever_the_order():
     per_token = [abs(a - b) / n for a, b, n in zip(spare, direct.logprobs, direct.tokens)]
     assert max(per_token) < 0.25, (spare, direct.logprobs)
     seen = [abs(a - b) / n for a, b, n in zip(together.logprobs, direct.logprobs, direct.tokens)]
-    assert sum(seen) / len(seen) > 1.0, seen  # the bound above tells a clean read from a contaminated one
+    assert min(seen) > 0.5, seen  # so the bound above tells a clean read from a contaminated one, option by option
     assert len(set(round(x, 3) for x in spare)) > 1  # a real model: the options differ in themselves

@@ -127,6 +127,14 @@ def test_pairs_played_on_different_machines_are_counted_and_named():
     here = machine()  # this machine, as every new trace header records it
     assert here["cores"] >= 1 and here["isa"] and describe_machine(here).endswith(f"{here['cores']} cores)")
     assert describe_machine({}) == "not recorded"
+    # a resume on another kind of machine is not exact (a strict one refuses): the core count alone does not matter
+    from agent_core.episode.replay import provenance_changes
+
+    code = {"commit": "a" * 40}
+    assert provenance_changes(code, "h", code, "h", avx2, {**avx2, "cores": 8}) == []
+    assert provenance_changes(code, "h", code, "h", {}, avx512) == []  # recorded before machines were
+    assert provenance_changes(code, "h", code, "h", avx2, avx512) == [
+        "machine: recorded on AMD EPYC (avx2, 2 cores), now AMD EPYC (avx512, 2 cores)"]
 
 
 def test_plays_the_game_did_not_know_are_counted(tmp_path):

@@ -103,7 +103,7 @@ def mechanism_table(a: Episode, b: Episode) -> list[dict[str, Any]]:
 def provenance_warning(a: Episode, b: Episode) -> str | None:
     """Two episodes compared as presets must differ in their preset only: say when the code that recorded them
     differs, or when their settings differ in more than the preset's own fields."""
-    from agent_core.provenance import describe_code, describe_machine, shipped_labels
+    from agent_core.provenance import describe_code, describe_machine, same_machine_kind, shipped_labels
 
     out = []
     ca, cb = a.header.code or {}, b.header.code or {}
@@ -123,7 +123,7 @@ def provenance_warning(a: Episode, b: Episode) -> str | None:
         out.append(f"they were recorded by different code (A {describe_code(ca, a.header.run_id)}, "
                    f"B {describe_code(cb, b.header.run_id)})")
     ma, mb = a.header.machine or {}, b.header.machine or {}
-    if ma and mb and ma != mb:  # the same code rounds differently on another CPU's vector kernels
+    if ma and mb and not same_machine_kind(ma, mb):  # the same code may round differently on another CPU
         out.append(f"they were played on different machines (A {describe_machine(ma)}, B {describe_machine(mb)})")
     extra = settings_differences(a.header.config, b.header.config)
     if extra:

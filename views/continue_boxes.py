@@ -11,7 +11,7 @@ import streamlit as st
 from agent_core.config import PRESETS
 from agent_core.episode import resume_problem
 from agent_core.episode.replay import provenance_changes
-from agent_core.provenance import code_revision
+from agent_core.provenance import code_revision, machine
 from views import share, sources
 
 S = st.session_state
@@ -28,7 +28,8 @@ def resume_box(path: str, ep, on_resume: Callable[[str, int], None]) -> None:
     st.warning(f"This episode did not finish ({why}). **Resume** continues it in the same trace: a fresh "
                f"ScienceWorld replays its {len(ep.steps)} recorded actions, checks each observation, and the agent "
                f"goes on from step {len(ep.steps) + 1} (with this session's LLM settings).")
-    changes = provenance_changes(ep.header.code, ep.header.config_hash, code_revision(), "")
+    changes = provenance_changes(ep.header.code, ep.header.config_hash, code_revision(), "", ep.header.machine,
+                                 machine())
     if changes or (ep.steps and ep.steps[-1].after is None):
         st.caption("Not exact: " + ("; ".join(changes) if changes else "this trace predates the state digest, so a "
                    "waiting Critic report and the buffer's failure count are not rebuilt") + ". The resume goes on "

@@ -115,7 +115,8 @@ def paired_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
                     "95% interval": f"[{iv['low']:+.2f}, {iv['high']:+.2f}]",
                     "excludes 0": bool(iv.get("excludes_zero")), "diverged": d["diverged"],
                     "losses by a design rule": d["rule_losses"],
-                    "losses after a saved step": d.get("saved_losses")})  # None: an older results.json
+                    "losses after a saved step": d.get("saved_losses"),  # None: an older results.json
+                    "pairs on two machines": d.get("across_machines")})
     return out
 
 

@@ -8,7 +8,7 @@ from typing import Callable, Sequence
 
 from ..episode import ReplayError, apply, check, digest, resume_problem
 from ..episode.replay import fork_state, provenance_changes, same_settings
-from ..provenance import seed_everything
+from ..provenance import machine, seed_everything
 from ..trace import EnvEvent, EpisodeHeader, StepRecord, TraceWriter
 
 
@@ -50,9 +50,10 @@ class Continuing:
         problem = resume_problem(ep)
         if problem:
             raise ReplayError(problem)
-        changes = provenance_changes(h.code, h.config_hash, self.code, self.config_hash)
+        changes = provenance_changes(h.code, h.config_hash, self.code, self.config_hash, h.machine, machine())
         if strict and changes:
-            raise ReplayError("the code or settings changed since this episode was recorded (" + "; ".join(changes) +
+            raise ReplayError("the code, settings or machine changed since this episode was recorded (" +
+                              "; ".join(changes) +
                               "); resume without strict mode to continue anyway")
         self.finish("stopped")
         if self.env.cfg.step_limit != self.cfg.env.step_limit:

@@ -55,9 +55,16 @@ def fork_state(state: AgentState, same_settings: bool) -> AgentState:
 
 
 def provenance_changes(header_code: dict[str, Any], header_hash: str, code: dict[str, Any],
-                       config_hash: str) -> list[str]:
-    """How the code and settings now differ from those that recorded a trace ([] when the same, or unknown)."""
+                       config_hash: str, header_machine: dict[str, Any] | None = None,
+                       machine: dict[str, Any] | None = None) -> list[str]:
+    """How the code, settings and kind of machine now differ from those that recorded a trace ([] when the same, or
+    unknown). Another kind of machine may round Swift's and the LLM's numbers differently, so a resume there cannot
+    promise the same actions."""
+    from ..provenance import describe_machine, same_machine_kind
+
     out = []
+    if header_machine and machine and not same_machine_kind(header_machine, machine):
+        out.append(f"machine: recorded on {describe_machine(header_machine)}, now {describe_machine(machine)}")
     if header_code.get("commit") and code.get("commit") and header_code["commit"] != code["commit"]:
         out.append(f"code: recorded at {header_code['commit'][:10]}, now {code['commit'][:10]}")
     elif header_code.get("diff", "") != code.get("diff", "") and header_code and code:

@@ -69,7 +69,7 @@ def episode_metrics(ep: Episode) -> dict[str, Any]:
         "writes": dict(writes), "triggers": dict(triggers), "injections": dict(inject),
         "stagnation_modes": dict(modes), "critic": dict(critic), "gate1_drops": dict(drops),
         "decisions": dict(decisions), "code": dict(h.code), "config_hash": h.config_hash, "run_id": h.run_id,
-        "machine": dict(h.machine),
+        "machine": dict(h.machine or {}),
         "gate1_repairs": dict(repairs), "systems": dict(systems), "llm_calls": dict(calls),
         "llm_errors": llm_errors, "llm_failures": dict(failures), "sage_picks": dict(picks),
         "seconds": round(sum(r.timings.get("total", 0.0) for r in steps), 3),

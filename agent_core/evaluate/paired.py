@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Sequence
 
 from ..actions import action_key
+from ..provenance import same_machine_kind
 from ..trace import StepRecord, read_episode
 
 RULE, MODEL, SAVED = "rule", "model", "saved"
@@ -187,7 +188,7 @@ def compare(rows: list[dict[str, Any]], preset: str, reference: str = "baseline"
         m["change"] = round(m["change"] + r.diff, 4)
     machines = [(mine[k].get("machine") or {}, ref[k].get("machine") or {}) for k in keys]
     return PresetPairs(preset=preset, reference=reference, interval=interval,
-                       across_machines=sum(1 for a, b in machines if a and b and a != b),
+                       across_machines=sum(1 for a, b in machines if a and b and not same_machine_kind(a, b)),
                        machine_unknown=sum(1 for a, b in machines if not a or not b),
                        diverged=sum(1 for r in out_rows if r.diverged_at is not None), rows=out_rows,
                        by_mechanism=dict(sorted(by.items(), key=lambda kv: kv[1]["change"])),

@@ -95,7 +95,7 @@ class CodeRevision(TypedDict, total=False):
 
 class MachineInfo(TypedDict, total=False):
     cpu: str  # the CPU's model name
-    isa: str  # avx512 | avx512+bf16 | avx2 | avx | ...: which vector kernels torch and llama.cpp ran
+    isa: str  # avx512 | avx512+bf16 | avx2 | avx | ...: the widest vector instructions the CPU offers
     cores: int
 
 
