@@ -8,6 +8,15 @@ reference played again in the same run check that the machine plays the old epis
 
     .venv/bin/python benchmarks/replayed_pairs.py benchmarks/results/llm-free-90/results.json \\
         /tmp/a-replay/results.json --reference swift
+
+Whole pairs (`--whole-pairs DIR`): when every preset of a task-variation was played again on one machine, that pair
+is replaced whole, even where the reference plays differently there: each pair then still compares agents of one
+machine and one revision, and the machines differ only between pairs. The script writes DIR, a new evaluation
+directory (the old evaluation's traces for the pairs not played again, the new ones for those that were) and its
+report.md / results.json, whose Provenance names both revisions and machines.
+
+    .venv/bin/python benchmarks/replayed_pairs.py assets/evaluations/cpu-30x2x30/results.json \\
+        evals/cpu-30x2x30-head/results.json --whole-pairs /tmp/b-at-head
 """
 from __future__ import annotations
 
@@ -36,7 +45,10 @@ def main() -> None:
     ap.add_argument("results", help="the evaluation's results.json")
     ap.add_argument("replayed", help="results.json of the episodes played again")
     ap.add_argument("--reference", default="baseline")
+    ap.add_argument("--whole-pairs", metavar="DIR", help="replace the pairs played again whole, into a new evaluation DIR")
     args = ap.parse_args()
+    if args.whole_pairs:
+        return whole_pairs(Path(args.results), Path(args.replayed), Path(args.whole_pairs))
     old = finals(json.loads(Path(args.results).read_text()))
     again = finals(json.loads(Path(args.replayed).read_text()))
     unknown = sorted(k for k in again if k not in old)
@@ -59,6 +71,43 @@ def main() -> None:
     for preset in sorted({k[0] for k in again} - {args.reference}):
         (b, n), (a, _n) = paired(old, preset, args.reference), paired(new, preset, args.reference)
         print(f"{preset:14s} {n:5d}  {b:24s}  {a}")
+
+
+def whole_pairs(results: Path, replayed: Path, out: Path) -> None:
+    import shutil
+
+    from agent_core.evaluate.report import write_reports
+
+    old_res, new_res = json.loads(results.read_text()), json.loads(replayed.read_text())
+    presets = set(old_res["preset_order"])
+    new_eps = {(e["task"], e["variation"]): {} for e in new_res["episodes"]}
+    for e in new_res["episodes"]:
+        new_eps[(e["task"], e["variation"])][e["preset"]] = e
+    whole = {k for k, by in new_eps.items() if presets <= set(by)}
+    partial = sorted(set(new_eps) - whole)
+    if out.exists():
+        raise SystemExit(f"{out} exists: choose a new directory")
+    (out / "traces").mkdir(parents=True)
+    record = json.loads((results.parent / "evaluation.json").read_text())
+    (out / "evaluation.json").write_text(json.dumps(record, indent=1))
+    for e in old_res["episodes"]:
+        k = (e["task"], e["variation"])
+        src = Path(new_eps[k][e["preset"]]["trace"]) if k in whole else Path(e["trace"])
+        if not src.is_absolute() and not src.exists():
+            src = results.parent / "traces" / e["preset"] / src.name
+        dest = out / "traces" / e["preset"] / src.name
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, dest)
+    before = {p: paired(finals(old_res), p, "baseline") for p in presets - {"baseline"}}
+    res = write_reports(out)
+    after = {p: paired(finals(res), p, "baseline") for p in presets - {"baseline"}}
+    print(f"pairs replaced whole: {len(whole)} ({', '.join(f'{t} v{v}' for t, v in sorted(whole))})")
+    if partial:
+        print(f"played again but not every preset (kept old): {', '.join(f'{t} v{v}' for t, v in partial)}")
+    print(f"\n{'preset':14s} {'pairs':>5s}  before                    after")
+    for p in sorted(presets - {"baseline"}):
+        print(f"{p:14s} {before[p][1]:5d}  {before[p][0]:24s}  {after[p][0]}")
+    print(f"\nwrote {out / 'report.md'}")
 
 
 if __name__ == "__main__":
