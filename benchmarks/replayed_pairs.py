@@ -48,7 +48,7 @@ def main() -> None:
     ap.add_argument("--whole-pairs", metavar="DIR", help="replace the pairs played again whole, into a new evaluation DIR")
     args = ap.parse_args()
     if args.whole_pairs:
-        return whole_pairs(Path(args.results), Path(args.replayed), Path(args.whole_pairs))
+        return whole_pairs(Path(args.results), Path(args.replayed), Path(args.whole_pairs), args.reference)
     old = finals(json.loads(Path(args.results).read_text()))
     again = finals(json.loads(Path(args.replayed).read_text()))
     unknown = sorted(k for k in again if k not in old)
@@ -73,7 +73,7 @@ def main() -> None:
         print(f"{preset:14s} {n:5d}  {b:24s}  {a}")
 
 
-def whole_pairs(results: Path, replayed: Path, out: Path) -> None:
+def whole_pairs(results: Path, replayed: Path, out: Path, reference: str) -> None:
     import shutil
 
     from agent_core.evaluate.report import write_reports
@@ -98,14 +98,14 @@ def whole_pairs(results: Path, replayed: Path, out: Path) -> None:
         dest = out / "traces" / e["preset"] / src.name
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, dest)
-    before = {p: paired(finals(old_res), p, "baseline") for p in presets - {"baseline"}}
+    before = {p: paired(finals(old_res), p, reference) for p in presets - {reference}}
     res = write_reports(out)
-    after = {p: paired(finals(res), p, "baseline") for p in presets - {"baseline"}}
+    after = {p: paired(finals(res), p, reference) for p in presets - {reference}}
     print(f"pairs replaced whole: {len(whole)} ({', '.join(f'{t} v{v}' for t, v in sorted(whole))})")
     if partial:
         print(f"played again but not every preset (kept old): {', '.join(f'{t} v{v}' for t, v in partial)}")
     print(f"\n{'preset':14s} {'pairs':>5s}  before                    after")
-    for p in sorted(presets - {"baseline"}):
+    for p in sorted(presets - {reference}):
         print(f"{p:14s} {before[p][1]:5d}  {before[p][0]:24s}  {after[p][0]}")
     print(f"\nwrote {out / 'report.md'}")
 
