@@ -251,8 +251,7 @@ def unseen_words(action: str, look: str, inventory: str, located: bool = True) -
         return []
     arg = argument_of(action)
     words = re.findall(r"[a-z0-9]+", arg)
-    rooms = {w for r in ROOMS for w in r.split()}
-    seen = set(re.findall(r"[a-z0-9]+", f"{look}\n{inventory}".lower()))
+    seen = _text_words(look, inventory)
     # the game names an object by where it is when two share a name ("move cloth sittable in inventory to hallway"
     # for the mattress just picked up): in the inventory or in this room, it is in view under whatever name. Only
     # for the game's own action names of this state (`located`): an action remembered from another episode says
@@ -262,8 +261,35 @@ def unseen_words(action: str, look: str, inventory: str, located: bool = True) -
     for part in re.split(r"\s+(?:to|into|onto|on|and|with)\s+", arg) if located else ():
         if any(part.endswith(f" in {p}") for p in places):
             seen |= set(re.findall(r"[a-z0-9]+", part))
-    return [w for w in dict.fromkeys(words) if w not in _RELATION_WORDS and w not in rooms and not w.isdigit()
+    return [w for w in dict.fromkeys(words) if w not in _RELATION_WORDS and w not in _ROOM_WORDS and not w.isdigit()
             and w not in ALWAYS_PRESENT and w not in seen]
+
+
+_ROOM_WORDS = frozenset(w for r in ROOMS for w in r.split())
+
+
+@lru_cache(maxsize=16)
+def _text_words(look: str, inventory: str) -> frozenset[str]:
+    """The words of a state's room and inventory text (Gate-1 asks once per valid action in a step)."""
+    return frozenset(re.findall(r"[a-z0-9]+", f"{look}\n{inventory}".lower()))
+
+
+def _name_words(name: str) -> str:
+    return " ".join(re.findall(r"[a-z0-9]+", name.lower()))
+
+
+_names_index_last: tuple[Mapping, list[tuple[str, list[str]]], Counter] | None = None
+
+
+def _names_index(names: Mapping[str, Sequence[str]]) -> tuple[list[tuple[str, list[str]]], Counter]:
+    """The object table's names as words, and how many objects share each: one table per step (the env caches it),
+    asked once per valid action, so the last one is kept (by identity: the table is never changed in place)."""
+    global _names_index_last
+    if _names_index_last is None or _names_index_last[0] is not names:
+        table = [(_name_words(used), [_name_words(x) for x in every]) for used, every in names.items()]
+        owners = Counter(n for _used, every in table for n in set(every))
+        _names_index_last = (names, table, owners)
+    return _names_index_last[1], _names_index_last[2]
 
 
 def seen_by_another_name(action: str, missing: Sequence[str], look: str, inventory: str,
@@ -277,19 +303,16 @@ def seen_by_another_name(action: str, missing: Sequence[str], look: str, invento
     shows, shows neither."""
     if not missing:
         return list(missing)
-    def words(name: str) -> str:
-        return " ".join(re.findall(r"[a-z0-9]+", name.lower()))
     # a name several objects share says nothing about which one is in view: the game calls every substance
     # "substance" (and the room text always shows "a substance called air"), many things "container", "plant"
-    owners = Counter(n for every in names.values() for n in {words(x) for x in every})
-    arg = " " + words(argument_of(action)) + " "
+    table, owners = _names_index(names)
+    arg = " " + _name_words(argument_of(action)) + " "
     text = f"{look}\n{inventory}".lower()
     covered: set[str] = set()
-    for used, every in names.items():
-        used_words = words(used)
+    for used_words, every in table:
         if not used_words or f" {used_words} " not in arg:
             continue
-        for other in map(words, every):
+        for other in every:
             if (other and other != used_words and owners[other] == 1 and other not in ALWAYS_PRESENT
                     and re.search(rf"\b(?:a|an|the|some)\s+{re.escape(other)}\b", text)):
                 covered |= set(used_words.split())
