@@ -443,6 +443,49 @@ def test_gate1_drops_do_not_call_sage_a_third_time_in_a_row(tmp_path, sw_env):
     assert sum("Swift forced" in n for n in r3.notes) == 1
 
 
+class _RankedSwift:
+    """Swift's ranking of the valid actions, scripted: `fn(state, valid)` gives the actions best first."""
+    name, reranks = "ranked-swift", False
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def propose(self, state, valid, memory=""):
+        ranked = [a for a in self.fn(state, valid) if a in valid]
+        return SwiftProposal(top1=ranked[0], candidates=[(ranked[0], 0.0)],
+                             valid_ranked=[(a, -float(i)) for i, a in enumerate(ranked)], action=ranked[0])
+
+
+@pytest.mark.jvm
+@pytest.mark.parametrize("after_repeat", [True, False])
+def test_a_focus_ranked_next_after_a_dropped_repeat_focus(tmp_path, sw_env, after_repeat):
+    """Seen in a two-focus lifespan episode: Swift ranked the focus it had already taken first (FOCUS_REPEAT) and
+    the task's next focus second, which FALLBACK_FOCUS dropped (a lower-ranked focus is never played), step after
+    step. With srm.gate1_focus_after_repeat the focus ranked next is checked as a first choice would be (focus
+    limit, repeat, visibility); off, the earlier rule."""
+    task = "lifespan-longest-lived-then-shortest-lived"
+
+    def ranking(state, valid):
+        if "called the outside" not in state.look:
+            return ["teleport to outside"]
+        if not any(h.action.startswith("focus on") for h in state.history):
+            return ["focus on crocodile"]
+        return ["focus on crocodile", "focus on baby baby mouse", "look around"]
+
+    cfg = apply_overrides(preset("swift-gate1"), {"srm.gate1_focus_after_repeat": after_repeat})
+    agent = Agent(cfg, _RankedSwift(ranking), _llm(), env=sw_env, runs_dir=tmp_path)
+    _start(agent, task)
+    assert [agent.step().action for _ in range(2)] == ["teleport to outside", "focus on crocodile"]
+    rec = agent.step()
+    reasons = [(d.proposed, d.reason) for d in rec.gate1]
+    assert reasons[0] == ("focus on crocodile", "FOCUS_REPEAT")
+    if after_repeat:
+        assert rec.action == "focus on baby baby mouse" and reasons[1] == ("focus on baby baby mouse", "VALID")
+        assert (rec.score, agent.done) == (100.0, True)  # the task's second focus
+    else:
+        assert reasons[1] == ("focus on baby baby mouse", "FALLBACK_FOCUS") and rec.action == "look around"
+
+
 @pytest.mark.jvm
 @pytest.mark.parametrize("rerank", [True, False])
 def test_with_every_swift_candidate_dropped_swift_ranks_again_over_what_gate1_admits(tmp_path, sw_env, rerank):
