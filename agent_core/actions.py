@@ -285,11 +285,12 @@ def _names_index(names: Mapping[str, Sequence[str]]) -> tuple[list[tuple[str, li
     """The object table's names as words, and how many objects share each: one table per step (the env caches it),
     asked once per valid action, so the last one is kept (by identity: the table is never changed in place)."""
     global _names_index_last
-    if _names_index_last is None or _names_index_last[0] is not names:
+    last = _names_index_last  # read once: another thread (a Streamlit session) may store its own table meanwhile
+    if last is None or last[0] is not names:
         table = [(_name_words(used), [_name_words(x) for x in every]) for used, every in names.items()]
         owners = Counter(n for _used, every in table for n in set(every))
-        _names_index_last = (names, table, owners)
-    return _names_index_last[1], _names_index_last[2]
+        last = _names_index_last = (names, table, owners)
+    return last[1], last[2]
 
 
 def seen_by_another_name(action: str, missing: Sequence[str], look: str, inventory: str,
@@ -297,10 +298,10 @@ def seen_by_another_name(action: str, missing: Sequence[str], look: str, invento
     """`missing` (from `unseen_words`) less the words of an object the action names by a name the room text does not
     use, when the text shows the object under another of its names: the game's `cloth sittable` is the mattress the
     room lists as "a mattress". `names`: the name an action uses -> every name of that object (the game's object
-    table, `ScienceWorld.object_names`). The other name must appear as an object in the text ("a mattress", "the
-    mattress"), not only as a word of another object's name ("a flower pot" does not show a metal pot's "pot"), and
-    must be that object's alone: "substance", the game's name for milk in a closed fridge and for the air every room
-    shows, shows neither."""
+    table, `ScienceWorld.object_names`; not to be changed after the call: its words are kept for the next one). The
+    other name must appear as an object in the text ("a mattress", "the mattress"), not only as a word of another
+    object's name ("a flower pot" does not show a metal pot's "pot"), and must be that object's alone: "substance",
+    the game's name for milk in a closed fridge and for the air every room shows, shows neither."""
     if not missing:
         return list(missing)
     # a name several objects share says nothing about which one is in view: the game calls every substance

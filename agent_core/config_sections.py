@@ -278,7 +278,7 @@ class SRMConfig:
     # focus ended the episode at -100 in the 7 of 20 tasks that ask for two focuses and changed nothing in the others
     gate1_focus_repeat: bool = True
     # after Swift's first choice was dropped as FOCUS_REPEAT (it meant to focus, on the object already focused), its
-    # next-ranked `focus on` a not-yet-focused object is checked as a first choice would be, not dropped as
+    # second-ranked candidate, a `focus on` another object, is checked as a first choice would be, not dropped as
     # FALLBACK_FOCUS (off: no lower-ranked focus is ever played)
     gate1_focus_after_repeat: bool = False
     # --- stagnation detector: after every step, over the last `stagnation_window` steps

@@ -36,7 +36,6 @@ from .task_catalog import (  # noqa: F401 - re-exported
 from .trace import EnvEvent
 
 log = logging.getLogger(__name__)
-_SEP = "\x1f"  # joins the valid actions for one transfer (no action name holds a control character)
 
 
 class EnvError(RuntimeError):
@@ -194,15 +193,8 @@ class ScienceWorld:
     def valid_actions(self) -> list[str]:
         """The valid-action set of the current state (computed on demand, cached until the next step)."""
         if self._valid_cache is None:
-            self._valid_cache = self._with_restart(self._fetch_valid)
+            self._valid_cache = self._with_restart(lambda: list(self._sw.server.getValidActionObjectCombinations()))
         return self._valid_cache
-
-    def _fetch_valid(self) -> list[str]:
-        # one round trip: py4j reads a Java list one element per round trip (976 actions took 86 ms of Python CPU
-        # against 1 ms joined, and each round trip waits for the JVM's thread on a busy machine); same list, order
-        java_list = self._sw.server.getValidActionObjectCombinations()
-        joined = self._sw._gateway.jvm.java.lang.String.join(_SEP, java_list)
-        return joined.split(_SEP) if joined else []
 
     def object_names(self) -> dict[str, list[str]]:
         """Every name the game gives each object in scope, by the name its actions use: `cloth sittable` ->

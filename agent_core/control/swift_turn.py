@@ -45,8 +45,9 @@ class SwiftTurn:
             swift_action, dropped = None, []
             first_reason = ""
             for i, cand in enumerate(ranked[: srm.gate1_max_swift_tries]):
-                # a focus after a dropped repeat focus: Swift did choose to focus, only on the object already focused
-                after_repeat = srm.gate1_focus_after_repeat and first_reason == "FOCUS_REPEAT"
+                # Swift's second choice after its first was a repeat focus: it did choose to focus, only on the object
+                # already focused (once: a third-ranked focus stays a fallback)
+                after_repeat = srm.gate1_focus_after_repeat and i == 1 and first_reason == "FOCUS_REPEAT"
                 d = gate.check(cand, "swift", self._gate_ctx(valid, w.step), fallback=i > 0 and not after_repeat)
                 first_reason = first_reason or d.reason
                 w.gate1.append(d)
