@@ -321,6 +321,25 @@ def seen_by_another_name(action: str, missing: Sequence[str], look: str, invento
     return [w for w in missing if w not in covered]
 
 
+def seen_in_reach(action: str, missing: Sequence[str], reach: Mapping[str, bool]) -> list[str]:
+    """`missing` less the words of an object the action names (by the name its actions use) that the game's object
+    tree puts within the agent's reach (`ScienceWorld.reach`: in the room, the inventory, or on or in open things at
+    any depth). The room text lists contents only so deep: a block on an inclined plane standing on another plane is
+    missing from it, yet the game takes `move block to inclined plane b`. An object the tree puts in a closed
+    container, or does not know, keeps its words missing."""
+    if not missing:
+        return list(missing)
+    arg = " " + _name_words(argument_of(action)) + " "
+    covered: set[str] = set()
+    for name in sorted(reach, key=len, reverse=True):  # the longest name first, each part of the action once
+        words = _name_words(name)
+        if words and f" {words} " in arg:
+            if reach[name]:
+                covered |= set(words.split())
+            arg = arg.replace(f" {words} ", " | ", 1)
+    return [w for w in missing if w not in covered]
+
+
 def names_everything(proposed: str, candidate: str, context: str = "") -> bool:
     """Does `candidate` name every object word of `proposed`? A mapping may add detail ("cup" -> "cup
     containing red paint") but never swap or lose an object ("glass cup" -> "cup containing red paint" when

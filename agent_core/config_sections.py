@@ -269,6 +269,11 @@ class SRMConfig:
     # an object not in the room text, the inventory or an open container is dropped. The game's valid actions
     # also name what is inside closed containers, and playing those answers "No known action matches that input"
     gate1_target_unseen: bool = True
+    # what decides "unseen" when the room text does not name an object: "tree" (the game's object tree: an object on
+    # or in open things at any depth is within reach, only one inside a closed container is unseen; the room text
+    # lists contents only so deep, and a block on a plane standing on another plane was dropped though the game took
+    # the move) or "text" (the room and inventory text alone: the earlier rule)
+    gate1_unseen_by: str = "tree"
     # what counts against a task's FOCUS_LIMIT: "rewarded" (a `focus on` the game took without a reward, the episode
     # going on, does not count, beyond those the task's own gold paths take unrewarded: on train variations a wrong
     # focus in grow-plant neither ends the episode nor stops the right focus from earning full marks) or "taken"

@@ -34,6 +34,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "srm.critic_buffer_policy": ("replace", "append"),
     "srm.avoid_binds": ("critic", "all"),
     "srm.focus_limit_counts": ("rewarded", "taken"),
+    "srm.gate1_unseen_by": ("tree", "text"),
     "srm.critic_valid_order": ("ranked", "game"),
     "amm.t1_trigger": ("invalid_rule", "top1"),
     "amm.swift_memory_objects": ("in_view", "any"),

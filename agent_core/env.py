@@ -57,6 +57,37 @@ def is_dead_jvm_error(exc: BaseException) -> bool:
     return isinstance(exc, Py4JError) and "answer" in str(exc).lower()  # "error while receiving/sending"
 
 
+def reach_in_tree(tree: dict[str, Any], used_names: dict[str, str]) -> dict[str, bool]:
+    """`ScienceWorld.reach` from the game's object tree (`getObjectTree()`: nodes with `uuid`, `name`,
+    `propContainer` {isOpen} and `contents`) and its object id -> action name table: every object under the room
+    that holds the agent, True unless a closed container is on its way down."""
+    def find_room(node: dict[str, Any]) -> dict[str, Any] | None:
+        kids = node.get("contents") or {}
+        if any(k.get("name") == "agent" for k in kids.values()):
+            return node
+        for k in kids.values():
+            hit = find_room(k)
+            if hit is not None:
+                return hit
+        return None
+
+    out: dict[str, bool] = {}
+
+    def walk(node: dict[str, Any], open_path: bool) -> None:
+        for kid in (node.get("contents") or {}).values():
+            name = used_names.get(str(kid.get("uuid")))
+            if name is not None:
+                out[name] = out.get(name, False) or open_path
+            box = kid.get("propContainer") or {}
+            closed = str(box.get("isContainer")).lower() == "true" and box.get("isOpen") is False
+            walk(kid, open_path and not closed)
+
+    room = find_room(tree)
+    if room is not None:
+        walk(room, True)
+    return out
+
+
 class ScienceWorld:
     """One episode at a time in one JVM. Usage:
 
@@ -77,6 +108,7 @@ class ScienceWorld:
         self.last: Observation | None = None
         self._valid_cache: list[str] | None = None
         self._names_cache: dict[str, list[str]] | None = None
+        self._reach_cache: dict[str, bool] | None = None
         self._task_desc = ""
         self.restarts = 0
 
@@ -163,7 +195,7 @@ class ScienceWorld:
         moves = int(server.getNumMoves())
         look = server.freeActionLook()
         inv = server.freeActionInventory()
-        self._valid_cache = self._names_cache = None
+        self._valid_cache = self._names_cache = self._reach_cache = None
         reward = score - self._last_score
         self._last_score = score
         step = len(self.actions) + (1 if count else 0)
@@ -207,6 +239,18 @@ class ScienceWorld:
                 return {name: list(every.get(oid, {}).get("referents", [])) for oid, name in used.items()}
             self._names_cache = self._with_restart(fetch)
         return self._names_cache
+
+    def reach(self) -> dict[str, bool]:
+        """Where the game's object tree puts each object of the agent's room, by the name its actions use: True when
+        the agent can get at it (in the room, the inventory, or on or in open things, however deep), False when a
+        closed container holds it. The room text lists contents only so deep (a block on an inclined plane that
+        stands on another plane is not in it), and the valid actions also name what is inside a closed fridge: the
+        tree tells the two apart. Asked of the JVM on demand (Gate-1 asks only before dropping an action as naming an
+        unseen object; the tree is the whole world, ~0.1 s), cached until the next step."""
+        if self._reach_cache is None:
+            self._reach_cache = self._with_restart(lambda: reach_in_tree(
+                self._sw.getObjectTree(), self._sw.get_possible_object_referent_LUT()))
+        return self._reach_cache
 
     def valid_actions_with_templates(self) -> list[dict[str, Any]]:
         raw = self._with_restart(lambda: self._sw.server.getValidActionObjectCombinationsJSON())

@@ -11,6 +11,7 @@ Test variations are never used: a rule tuned on test failures would be tuned to 
     .venv/bin/python benchmarks/gate1_on_gold.py --split dev --tasks boil melt --out /tmp/gate1_gold.json
     .venv/bin/python benchmarks/gate1_on_gold.py --variations 1 --wrong-focus-first   # FOCUS_LIMIT's premise
     .venv/bin/python benchmarks/gate1_on_gold.py --variations 1 --repeat-focus        # a focus taken twice
+    .venv/bin/python benchmarks/gate1_on_gold.py --variations 2 --unseen-by text      # the earlier target-unseen rule
 
 --wrong-focus-first plays one wrong `focus on` (an object in the starting room that no gold focus names) before the
 gold path: does the task end on it, can the gold path still earn full marks after it, and does FOCUS_LIMIT then
@@ -53,13 +54,14 @@ def wrong_focus(valid: list[str], gold: list[str], look: str) -> str | None:
 
 
 def drops_on_gold(split: str, variations: int, tasks: list[str], log=print,
-                  wrong_first: bool = False, repeat_focus: bool = False) -> tuple[int, list[dict], list[dict]]:
+                  wrong_first: bool = False, repeat_focus: bool = False,
+                  unseen_by: str = "tree") -> tuple[int, list[dict], list[dict]]:
     """(gold steps checked, one dict per dropped gold action, one dict per path with a wrong focus first)."""
     cat = catalog()
     names = {cat.get(i).name for i in range(len(cat.tasks))}
     if set(tasks) - names:
         raise SystemExit(f"unknown task(s): {', '.join(sorted(set(tasks) - names))}")
-    gate = Gate1(SRMConfig())
+    gate = Gate1(SRMConfig(gate1_unseen_by=unseen_by))
     gate_taken = Gate1(SRMConfig(focus_limit_counts="taken"))
     out: list[dict] = []
     probes: list[dict] = []
@@ -100,7 +102,7 @@ def drops_on_gold(split: str, variations: int, tasks: list[str], log=print,
                                           focus_done=focus_done, focus_unrewarded=unrewarded,
                                           focus_unrewarded_gold=focus_unrewarded_limit(info.name),
                                           focus_limit=focus_limit(info.name), focused=focused,
-                                          object_names=env.object_names)
+                                          object_names=env.object_names, reach=env.reach)
                         d = gate.check(action, "swift", ctx)
                         if probe is not None:
                             for key, g in (("dropped_taken", gate_taken), ("dropped_rewarded", gate)):
@@ -121,7 +123,7 @@ def drops_on_gold(split: str, variations: int, tasks: list[str], log=print,
                                           focus_done=focus_done, focus_unrewarded=unrewarded,
                                           focus_unrewarded_gold=focus_unrewarded_limit(info.name),
                                           focus_limit=focus_limit(info.name), focused=focused,
-                                          object_names=env.object_names)
+                                          object_names=env.object_names, reach=env.reach)
                         gate_says = gate.check(action, "swift", ctx).reason
                         again = env.step(action)
                         probes.append({"task": info.name, "variation": var, "focus": action, "reply": again.text[:160],
@@ -149,12 +151,14 @@ def main() -> None:
     ap.add_argument("--out", default=None, help="write every drop to this JSON file")
     ap.add_argument("--wrong-focus-first", action="store_true",
                     help="take one wrong `focus on` before each gold path (FOCUS_LIMIT's premise)")
+    ap.add_argument("--unseen-by", default="tree", choices=["tree", "text"],
+                    help="what decides TARGET_NOT_VISIBLE (srm.gate1_unseen_by): the game's object tree or the text")
     ap.add_argument("--repeat-focus", action="store_true", help="play each gold `focus on` twice in a row")
     args = ap.parse_args()
     if args.wrong_focus_first and args.repeat_focus:
         raise SystemExit("--wrong-focus-first and --repeat-focus are separate probes: take one")
     steps, drops, probes = drops_on_gold(args.split, args.variations, args.tasks, wrong_first=args.wrong_focus_first,
-                                         repeat_focus=args.repeat_focus)
+                                         repeat_focus=args.repeat_focus, unseen_by=args.unseen_by)
     if args.out:
         Path(args.out).write_text(json.dumps({"drops": drops, "repeat_focus" if args.repeat_focus else "wrong_focus": probes}
                                              if probes else drops, indent=1))

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from agent_core.actions import (action_key, normalize, part_namings, self_referential, strip_decorations, unlocated,
-                                verb_of)
-from agent_core.env import catalog, parse_menu
+from agent_core.actions import (action_key, normalize, part_namings, seen_in_reach, self_referential, strip_decorations,
+                                unlocated, verb_of)
+from agent_core.config import SRMConfig
+from agent_core.env import catalog, parse_menu, reach_in_tree
 from agent_core.sage import map_action
 from agent_core.srm.gate1 import REASONS, Gate1, GateContext, menu_choice
 
@@ -193,6 +194,90 @@ def test_an_object_the_room_shows_under_another_name_is_in_view(sw_env):
     assert (by_text.decision, by_text.reason) == ("DROP", "TARGET_NOT_VISIBLE")
     named = Gate1().check("move bed to cloth sittable", "swift", _ctx(obs, valid, object_names=sw_env.object_names))
     assert named.decision == "ACCEPT"
+
+
+def _stacked_planes(env):
+    """inclined-plane-determine-angle, train variation 0: the block on inclined plane B, plane B moved onto plane C,
+    the stopwatch shut in the freezer. The room text then shows neither the block nor the stopwatch."""
+    env.reset("inclined-plane-determine-angle", 0, split="train")
+    for a in ["teleport to workshop", "move block to inclined plane b", "move inclined plane b to inclined plane c",
+              "open freezer", "move stopwatch to freezer", "close freezer"]:
+        obs = env.step(a)
+    return obs, list(env.valid_actions())
+
+
+@pytest.mark.jvm
+def test_an_object_on_open_things_too_deep_for_the_room_text_is_within_reach(sw_env):
+    """The room text lists contents only so deep: with the block on plane B and plane B on plane C it shows
+    "an inclined plane C, with: a inclined plane B ..." and no block, yet the game takes `move block to inclined
+    plane b`. The game's object tree puts the block within reach, so Gate-1 lets the move through
+    (srm.gate1_unseen_by = "tree"); the text alone dropped it (the earlier rule, "text"). The stopwatch shut in the
+    freezer stays unseen under both."""
+    obs, valid = _stacked_planes(sw_env)
+    assert "block" not in obs.look and "stopwatch" not in obs.look and "freezer door is closed" in obs.look
+    assert {"move block to inclined plane b", "move block to inclined plane c", "activate stopwatch"} <= set(valid)
+    reach = sw_env.reach()
+    assert reach["block"] is True and reach["inclined plane b"] is True
+
+    def check(action: str, rule: str):
+        ctx = _ctx(obs, valid, object_names=sw_env.object_names, reach=sw_env.reach)
+        d = Gate1(SRMConfig(gate1_unseen_by=rule)).check(action, "swift", ctx)
+        return d.decision, d.reason
+
+    assert check("move block to inclined plane b", "tree") == ("ACCEPT", "VALID")
+    assert check("move block to inclined plane c", "tree") == ("ACCEPT", "VALID")
+    assert check("move block to inclined plane b", "text") == ("DROP", "TARGET_NOT_VISIBLE")
+    assert check("activate stopwatch", "tree") == ("DROP", "TARGET_NOT_VISIBLE")
+    assert check("activate stopwatch", "text") == ("DROP", "TARGET_NOT_VISIBLE")
+    # the game took the move the tree let through
+    assert sw_env.step("move block to inclined plane b").action_valid
+
+
+@pytest.mark.jvm
+def test_asking_for_the_object_tree_changes_nothing_the_game_says_later(sw_env):
+    """The game's later object names depend on which of its lists were asked for (a joined read of the valid
+    actions changed them): the same moves with and without the object tree asked at every step give the same
+    valid actions at every step."""
+    def play(ask: bool) -> list[list[str]]:
+        sw_env.reset("inclined-plane-determine-angle", 0, split="train")
+        seen = []
+        for a in ["teleport to workshop", "move block to inclined plane b", "move inclined plane b to inclined plane c",
+                  "pick up stopwatch", "look at inclined plane c"]:
+            sw_env.step(a)
+            if ask:
+                sw_env.reach()
+            seen.append(list(sw_env.valid_actions()))
+        return seen
+
+    assert play(True) == play(False)
+
+
+def test_reach_reads_the_object_tree_below_the_agents_room():
+    """Within reach: in the room, the inventory, on or in open things at any depth; not: below a closed container;
+    objects of other rooms are not in the table."""
+    def node(uuid, name, kids=(), container=None):
+        return {"uuid": uuid, "name": name, "propContainer": container, "contents": {f"{k['name']}-{k['uuid']}": k
+                                                                                      for k in kids}}
+    open_, closed = {"isContainer": "true", "isOpen": True}, {"isContainer": "true", "isOpen": False}
+    block = node("5", "wood block")
+    room = node("1", "workshop", [node("2", "agent", [node("3", "inventory", [node("4", "stopwatch")], open_)]),
+                                  node("6", "inclined plane", [node("7", "inclined plane", [block], open_)], open_),
+                                  node("8", "freezer", [node("9", "ice cream", [node("10", "spoon")])], closed)],
+                open_)
+    world = node("0", "universe", [room, node("11", "kitchen", [node("12", "pot")], open_)], open_)
+    names = {"4": "stopwatch", "5": "block", "6": "inclined plane c", "7": "inclined plane b", "8": "freezer",
+             "9": "ice cream", "10": "spoon", "12": "pot"}
+    assert reach_in_tree(world, names) == {"stopwatch": True, "block": True, "inclined plane c": True,
+                                           "inclined plane b": True, "freezer": True, "ice cream": False,
+                                           "spoon": False}
+
+
+def test_an_action_is_in_reach_only_for_the_objects_the_tree_puts_there():
+    reach = {"block": True, "inclined plane b": True, "metal pot": False, "pot": True}
+    assert seen_in_reach("move block to inclined plane b", ["block"], reach) == []
+    # the longest name the action uses decides: the metal pot is shut in the cupboard, whatever "pot" is
+    assert seen_in_reach("pick up metal pot", ["metal", "pot"], reach) == ["metal", "pot"]
+    assert seen_in_reach("pick up wood cup", ["wood", "cup"], reach) == ["wood", "cup"]  # unknown to the tree
 
 
 def test_an_object_named_by_where_it_is_or_its_life_stage_is_the_same_object():

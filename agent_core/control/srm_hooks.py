@@ -30,7 +30,8 @@ class SRMHooks:
                            focused=tuple(st.focused),
                            avoid=st.avoid if live else (), no_focus=live and bool(st.avoid),
                            embedder=LazyEmbedder(lambda: self.embedder),
-                           object_names=getattr(getattr(self, "env", None), "object_names", None))
+                           object_names=getattr(getattr(self, "env", None), "object_names", None),
+                           reach=getattr(getattr(self, "env", None), "reach", None))
 
     def _answer_menu(self, w: StepDraft) -> tuple[str, str]:
         """ScienceWorld asked which of several objects was meant: answer with a number, deliberately."""

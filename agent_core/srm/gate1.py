@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
 
 from ..actions import (ARTICLES, MOVE_VERBS, ROOMS, action_key, argument_of, canonical, is_focus, names_everything,
-                       normalize, part_namings, same_verb_class, seen_by_another_name, self_referential, split_verb,
-                       stages_shown, strip_decorations, unseen_words, verb_of)
+                       normalize, part_namings, same_verb_class, seen_by_another_name, seen_in_reach, self_referential,
+                       split_verb, stages_shown, strip_decorations, unseen_words, verb_of)
 from ..config import SRMConfig
 from ..trace import Gate1Decision
 
@@ -87,6 +87,9 @@ class GateContext:
     # the game's names of each object in scope (ScienceWorld.object_names), asked only before a TARGET_NOT_VISIBLE
     # drop: an object the room text shows under another name is in view. None: the text's words alone
     object_names: Callable[[], Mapping[str, Sequence[str]]] | None = None
+    # where the game's object tree puts each object of the room (ScienceWorld.reach: True within reach, False in a
+    # closed container), asked only before a TARGET_NOT_VISIBLE drop under srm.gate1_unseen_by = "tree"
+    reach: Callable[[], Mapping[str, bool]] | None = None
     _by_key: dict[str, str] = field(default_factory=dict, repr=False)
     _by_norm: dict[str, str] = field(default_factory=dict, repr=False)
 
@@ -230,6 +233,8 @@ class Gate1:
             missing = unseen_words(result, ctx.look, ctx.inventory)
             if missing and ctx.object_names is not None:
                 missing = seen_by_another_name(result, missing, ctx.look, ctx.inventory, ctx.object_names())
+            if missing and ctx.reach is not None and self.cfg.gate1_unseen_by == "tree":
+                missing = seen_in_reach(result, missing, ctx.reach())
             if missing and not (argument_of(result) in GENERIC_REFERENTS):
                 return out(DROP, "TARGET_NOT_VISIBLE", detail=f"'{result}' names {' '.join(missing)!r}, which is not "
                                                               f"in the room, the inventory or an open container")
