@@ -16,8 +16,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere
 
-from agent_core.actions import seen_by_another_name, seen_in_reach, unseen_words  # noqa: E402
+from agent_core.config import SRMConfig  # noqa: E402
 from agent_core.env import ScienceWorld  # noqa: E402
+from agent_core.srm.gate1 import Gate1, GateContext  # noqa: E402
 from agent_core.trace import read_episode  # noqa: E402
 
 
@@ -25,18 +26,19 @@ def tree_verdicts(env: ScienceWorld, ep) -> tuple[list[tuple[int, str, str, bool
     """[(step, source, admitted action, the tree lets it through)] for the episode's TARGET_NOT_VISIBLE drops, and
     the step where the replay parted from the record (None when it did not)."""
     h = ep.header
+    gate = Gate1(SRMConfig(gate1_unseen_by="tree"))
     obs = env.reset(h.task, h.variation, split=h.split or None)
     out = []
     for rec in ep.steps:
-        env.valid_actions()  # asked every step, as the agent does: the game's later names depend on it
+        valid = env.valid_actions()  # asked every step, as the agent does: the game's later names depend on it
         for d in rec.gate1:
             if d.reason != "TARGET_NOT_VISIBLE":
                 continue
             m = re.match(r"'(.+?)' names ", d.detail or "")
-            action = m.group(1) if m else d.proposed
-            missing = unseen_words(action, obs.look, obs.inventory)
-            missing = seen_by_another_name(action, missing, obs.look, obs.inventory, env.object_names())
-            out.append((rec.step, d.source, action, not seen_in_reach(action, missing, env.reach())))
+            action = m.group(1) if m else d.proposed  # the admitted action the drop judged
+            ctx = GateContext(valid=valid, look=obs.look, inventory=obs.inventory, object_names=env.object_names,
+                              reach=env.reach)
+            out.append((rec.step, d.source, action, gate.check(action, d.source, ctx).reason != "TARGET_NOT_VISIBLE"))
         obs = env.step(rec.action)
         if " ".join(obs.look.split()) != " ".join((rec.look or "").split()):
             return out, f"step {rec.step}"
@@ -61,7 +63,7 @@ def main() -> None:
                 parted += part is not None
                 differs += bool(through)
                 print(f"{'differs' if through else 'same   '} {preset}/{path.name}: {len(verdicts)} drop(s)"
-                      + (f"; the tree lets through " + ", ".join(f"step {s} {src} '{a}'" for s, src, a, _ in through)
+                      + ("; the tree lets through " + ", ".join(f"step {s} {src} '{a}'" for s, src, a, _ in through)
                          if through else "") + (f"; replay parted from the record at {part}" if part else ""))
     print(f"\n{total} episode(s) with a TARGET_NOT_VISIBLE drop; {differs} would play differently under "
           f"srm.gate1_unseen_by = tree; {parted} replay(s) parted from the record")
