@@ -54,9 +54,10 @@ if S.get("eval_dir") not in names:
     S["eval_dir"] = names[0]
 with st.sidebar:
     st.header("Evaluation")
-    path = st.selectbox("Evaluation directory", names, key="eval_dir", format_func=lambda p: Path(p).name,
-                        help=f"Evaluations under {sources.evals_dir()} (SWIFTSAGE_EVALS_DIR), newest first, then the "
-                             f"ones shipped in assets/evaluations.")
+    path = st.selectbox("Evaluation directory", names, key="eval_dir", format_func=sources.evaluation_label,
+                        help=f"Your evaluations under {sources.evals_dir()} (SWIFTSAGE_EVALS_DIR), newest first, then the "
+                             f"ones shipped in assets/evaluations, then the measurement records committed under evals/ "
+                             f"(evals/RECORDS.txt).")
     st.button("Reload", key="eval_reload", help="Read the traces again (an evaluation may still be running).",
               on_click=_results.clear)
 st.query_params["eval"] = Path(path).name

@@ -71,16 +71,47 @@ def link_path(path: str | Path) -> str:
         return str(p)
 
 
+RECORDS_FILE = "RECORDS.txt"
+
+
+def measurement_records(root: Path | None = None) -> set[Path]:
+    """The evaluations under the evaluations folder that the repository commits as measurement records (the
+    journal's raw traces), named one a line, relative to the folder, in its RECORDS.txt. They are not a user's
+    own runs: the Evaluate page lists them after the shipped evaluations, so a fresh clone opens the shipped one."""
+    root = evals_dir() if root is None else root
+    try:
+        lines = (root / RECORDS_FILE).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return set()
+    return {real(str(root / s)) for line in lines if (s := line.split("#", 1)[0].strip())}
+
+
 def evaluation_dirs() -> list[Path]:
-    """Evaluation directories (holding evaluation.json) under the evaluations folder, newest first, then the
-    shipped ones."""
-    out: list[Path] = []
-    for root in (evals_dir(), shipped_evals_dir()):
+    """Evaluation directories (holding evaluation.json): the user's own under the evaluations folder, newest
+    first, then the shipped ones, then the measurement records the repository commits there."""
+    def found(root: Path) -> list[Path]:
         if not root.is_dir():
-            continue
-        found = [p.parent for p in root.glob("*/evaluation.json")] + [p.parent for p in root.glob("evaluation.json")]
-        out += sorted(set(found) - set(out), key=lambda p: (p / "evaluation.json").stat().st_mtime, reverse=True)
+            return []
+        dirs = {p.parent for p in root.glob("*/evaluation.json")} | {p.parent for p in root.glob("evaluation.json")}
+        return sorted(dirs, key=lambda p: (p / "evaluation.json").stat().st_mtime, reverse=True)
+
+    records = measurement_records()
+    own = found(evals_dir())
+    out = [p for p in own if real(str(p)) not in records]
+    out += [p for p in found(shipped_evals_dir()) if p not in out]
+    out += [p for p in own if real(str(p)) in records]
     return out
+
+
+def evaluation_label(path: str | Path) -> str:
+    """An evaluation's name in a list, with where it comes from when it is not the user's own: the shipped
+    cpu-30x2x30 and the record of the same name under evals/ must not read alike."""
+    p = Path(path)
+    if inside(p, shipped_evals_dir()):
+        return f"{p.name} (shipped)"
+    if real(str(p)) in measurement_records():
+        return f"{p.name} (measurement record)"
+    return p.name
 
 
 _RUN_ID = re.compile(r"^(\d{4})(\d{2})(\d{2})-(\d{2})(\d{2})(\d{2})-(.+)-v(\d+)-(.+)-[0-9a-f]{6}$")
