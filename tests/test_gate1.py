@@ -359,8 +359,10 @@ def test_a_focus_the_game_rejected_is_not_counted_against_the_tasks_focus_limit(
 
 
 def test_a_trace_recorded_when_a_rejected_focus_still_counted_replays_without_a_state_error():
-    """The shipped evaluation was recorded with the old count: its replay (fork, resume, Compare) must not stop at
-    the first step after a rejected focus, and the state it rebuilds counts only the focus actions taken."""
+    """The recorded (b) evaluation was made with the old count (a rejected focus counted as done): its replay
+    (fork, resume, Compare) must not stop at the first step after a rejected focus, and the state it rebuilds counts
+    only the focus actions taken. The trace is a copy of one it shipped (b735297, Baseline): the pairs played again
+    since record the new count."""
     from pathlib import Path
 
     from agent_core.config import preset
@@ -368,8 +370,7 @@ def test_a_trace_recorded_when_a_rejected_focus_still_counted_replays_without_a_
     from agent_core.episode.state import initial_state
     from agent_core.trace import read_episode
 
-    root = Path(__file__).resolve().parents[1] / "assets" / "evaluations" / "cpu-30x2x30" / "traces" / "baseline"
-    ep = read_episode(root / "chemistry-mix-paint-tertiary-color-v27-baseline.jsonl")
+    ep = read_episode(Path(__file__).resolve().parent / "fixtures" / "old_focus_count_trace.jsonl")
     assert any(r.action.startswith("focus on") and r.action_valid is False for r in ep.steps)
     st, cfg = initial_state(ep.header.task, "", 0, "", "", ""), preset("baseline")
     for rec in ep.steps:
