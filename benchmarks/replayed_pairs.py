@@ -102,6 +102,14 @@ def whole_pairs(results: Path, replayed: Path, out: Path, reference: str) -> Non
     res = write_reports(out)
     after = {p: paired(finals(res), p, reference) for p in presets - {reference}}
     print(f"pairs replaced whole: {len(whole)} ({', '.join(f'{t} v{v}' for t, v in sorted(whole))})")
+    # each replaced pair's Finals as recorded -> as played again (raw, a failure at -100), in preset order
+    order = [p for p in old_res["preset_order"] if p in presets]
+    was = {(e["preset"], e["task"], e["variation"]): e.get("raw_final", e["final"]) for e in old_res["episodes"]}
+    print(f"\n| pair | {' | '.join(order)} |\n|---|{'---|' * len(order)}")
+    for t, v in sorted(whole):
+        cells = [f"{was.get((p, t, v))} -> {new_eps[(t, v)][p].get('raw_final', new_eps[(t, v)][p]['final'])}"
+                 for p in order]
+        print(f"| {t} v{v} | {' | '.join(c.replace('.0 ', ' ').removesuffix('.0') for c in cells)} |")
     if partial:
         print(f"played again but not every preset (kept old): {', '.join(f'{t} v{v}' for t, v in partial)}")
     print(f"\n{'preset':14s} {'pairs':>5s}  before                    after")
