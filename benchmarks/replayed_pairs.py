@@ -9,8 +9,8 @@ reference played again in the same run check that the machine plays the old epis
     .venv/bin/python benchmarks/replayed_pairs.py benchmarks/results/llm-free-90/results.json \\
         /tmp/a-replay/results.json --reference swift
 
-Whole pairs (`--whole-pairs DIR`): when every preset of a task-variation was played again on one machine, that pair
-is replaced whole, even where the reference plays differently there: each pair then still compares agents of one
+Whole pairs (`--whole-pairs DIR`): when every preset of a task-variation was played again on one kind of machine (the
+traces' CPU model and vector instructions), that pair is replaced whole, even where the reference plays differently there: each pair then still compares agents of one
 machine and one revision, and the machines differ only between pairs. The script writes DIR, a new evaluation
 directory (the old evaluation's traces for the pairs not played again, the new ones for those that were) and its
 report.md / results.json, whose Provenance names both revisions and machines.
@@ -73,6 +73,24 @@ def main() -> None:
         print(f"{preset:14s} {n:5d}  {b:24s}  {a}")
 
 
+def sort_pairs(presets: set[str], new_res: dict) -> tuple[dict, set, list, list]:
+    """The episodes played again by (task, variation) -> preset, and which pairs are whole (every preset of the
+    evaluation played again, all on one kind of machine: the traces' CPU model and vector instructions), mixed
+    (every preset, but on more than one kind: across machines the same code can play an episode differently, so
+    such a pair is no pair) or partial."""
+    new_eps: dict[tuple[str, int], dict[str, dict]] = {}
+    for e in new_res["episodes"]:
+        new_eps.setdefault((e["task"], e["variation"]), {})[e["preset"]] = e
+
+    def one_machine(by: dict) -> bool:
+        kinds = {(m.get("cpu"), m.get("isa")) if (m := e.get("machine")) else None for e in by.values()}
+        return len(kinds) == 1 and None not in kinds
+
+    complete = {k for k, by in new_eps.items() if presets <= set(by)}
+    whole = {k for k in complete if one_machine(new_eps[k])}
+    return new_eps, whole, sorted(complete - whole), sorted(set(new_eps) - complete)
+
+
 def whole_pairs(results: Path, replayed: Path, out: Path, reference: str) -> None:
     import shutil
 
@@ -80,11 +98,7 @@ def whole_pairs(results: Path, replayed: Path, out: Path, reference: str) -> Non
 
     old_res, new_res = json.loads(results.read_text()), json.loads(replayed.read_text())
     presets = set(old_res["preset_order"])
-    new_eps = {(e["task"], e["variation"]): {} for e in new_res["episodes"]}
-    for e in new_res["episodes"]:
-        new_eps[(e["task"], e["variation"])][e["preset"]] = e
-    whole = {k for k, by in new_eps.items() if presets <= set(by)}
-    partial = sorted(set(new_eps) - whole)
+    new_eps, whole, mixed, partial = sort_pairs(presets, new_res)
     if out.exists():
         raise SystemExit(f"{out} exists: choose a new directory")
     (out / "traces").mkdir(parents=True)
@@ -93,8 +107,8 @@ def whole_pairs(results: Path, replayed: Path, out: Path, reference: str) -> Non
     for e in old_res["episodes"]:
         k = (e["task"], e["variation"])
         src = Path(new_eps[k][e["preset"]]["trace"]) if k in whole else Path(e["trace"])
-        if not src.is_absolute() and not src.exists():
-            src = results.parent / "traces" / e["preset"] / src.name
+        if not src.exists():  # the path as written on another machine or checkout: the evaluation's own folder
+            src = (replayed if k in whole else results).parent / "traces" / e["preset"] / src.name
         dest = out / "traces" / e["preset"] / src.name
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, dest)
@@ -112,6 +126,8 @@ def whole_pairs(results: Path, replayed: Path, out: Path, reference: str) -> Non
         print(f"| {t} v{v} | {' | '.join(c.replace('.0 ', ' ').removesuffix('.0') for c in cells)} |")
     if partial:
         print(f"played again but not every preset (kept old): {', '.join(f'{t} v{v}' for t, v in partial)}")
+    if mixed:
+        print(f"played again on more than one kind of machine or on one not recorded (kept old): {', '.join(f'{t} v{v}' for t, v in mixed)}")
     print(f"\n{'preset':14s} {'pairs':>5s}  before                    after")
     for p in sorted(presets - {reference}):
         print(f"{p:14s} {before[p][1]:5d}  {before[p][0]:24s}  {after[p][0]}")
