@@ -9,9 +9,10 @@ reference played again in the same run check that the machine plays the old epis
     .venv/bin/python benchmarks/replayed_pairs.py benchmarks/results/llm-free-90/results.json \\
         /tmp/a-replay/results.json --reference swift
 
-Whole pairs (`--whole-pairs DIR`): when every preset of a task-variation was played again on one kind of machine (the
-traces' CPU model and vector instructions), that pair is replaced whole, even where the reference plays differently there: each pair then still compares agents of one
-machine and one revision, and the machines differ only between pairs. The script writes DIR, a new evaluation
+Whole pairs (`--whole-pairs DIR`): when every preset of a task-variation was played again on one kind of machine
+(the traces' CPU model and vector instructions), that pair is replaced whole, even where the reference plays
+differently there: each pair then still compares agents of one machine and one revision, and the machines differ
+only between pairs. The script writes DIR, a new evaluation
 directory (the old evaluation's traces for the pairs not played again, the new ones for those that were) and its
 report.md / results.json, whose Provenance names both revisions and machines.
 
@@ -127,7 +128,8 @@ def whole_pairs(results: Path, replayed: Path, out: Path, reference: str) -> Non
     if partial:
         print(f"played again but not every preset (kept old): {', '.join(f'{t} v{v}' for t, v in partial)}")
     if mixed:
-        print(f"played again on more than one kind of machine or on one not recorded (kept old): {', '.join(f'{t} v{v}' for t, v in mixed)}")
+        print("played again on more than one kind of machine or on one not recorded (kept old): "
+              + ", ".join(f"{t} v{v}" for t, v in mixed))
     print(f"\n{'preset':14s} {'pairs':>5s}  before                    after")
     for p in sorted(presets - {reference}):
         print(f"{p:14s} {before[p][1]:5d}  {before[p][0]:24s}  {after[p][0]}")

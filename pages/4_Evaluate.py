@@ -38,7 +38,7 @@ def _results(path: str, stamp: float):
 dirs = sources.evaluation_dirs()
 wanted = st.query_params.get("eval")
 if wanted:
-    match = [d for d in dirs if d.name == wanted or str(d.resolve()) == str(Path(wanted).resolve())]
+    match = [d for d in dirs if d.name == wanted or str(d.resolve()) == str((sources.ROOT / wanted).resolve())]
     if match:
         S["eval_dir"] = str(match[0].resolve())
     else:
@@ -60,7 +60,10 @@ with st.sidebar:
                              f"(evals/RECORDS.txt).")
     st.button("Reload", key="eval_reload", help="Read the traces again (an evaluation may still be running).",
               on_click=_results.clear)
-st.query_params["eval"] = Path(path).name
+# the name alone where it is unique; else the folder relative to the project (the shipped cpu-30x2x30 and the
+# measurement record of the same name), so that a shared link opens the evaluation that was chosen
+st.query_params["eval"] = (Path(path).name if sum(Path(n).name == Path(path).name for n in names) == 1
+                           else sources.link_path(path))
 stamp = max((p.stat().st_mtime for p in Path(path).glob("traces/*/*.jsonl")), default=0.0)
 try:
     res = _results(path, stamp)

@@ -85,6 +85,37 @@ def test_evaluate_page_shows_the_tables_and_charts_of_a_real_evaluation(evals, m
     assert set(at.dataframe[-1].value["task"]) == {"lifespan-longest-lived"}
 
 
+@pytest.mark.jvm
+@pytest.mark.model
+def test_a_link_opens_the_measurement_record_not_the_shipped_evaluation_of_the_same_name(evals, monkeypatch, tmp_path):
+    """The shipped cpu-30x2x30 and the record of the same name under evals/ are two evaluations: the page lists the
+    shipped one first, labels both, and names the chosen one in the URL so that a link opens that one."""
+    from views import sources
+
+    mine, shipped = tmp_path / "evals", tmp_path / "shipped"
+    shutil.copytree(evals / "small", shipped / "small")
+    shutil.copytree(evals / "small", mine / "small")
+    (mine / "small" / "report.md").write_text("the record")  # not read by the page; the folders differ
+    (mine / sources.RECORDS_FILE).write_text("small\n")
+    monkeypatch.setenv("SWIFTSAGE_SHIPPED_EVALS_DIR", str(shipped))
+    monkeypatch.setenv("SWIFTSAGE_EVALS_DIR", str(mine))
+    monkeypatch.setenv("SWIFTSAGE_RUNS_DIR", str(tmp_path / "runs"))
+    at = AppTest.from_file(str(ROOT / "pages" / "4_Evaluate.py"), default_timeout=TIMEOUT)
+    at.run()
+    assert not at.exception, at.exception
+    box = at.sidebar.selectbox(key="eval_dir")
+    assert box.value == str((shipped / "small").resolve())
+    assert box.options == ["small (shipped)", "small (measurement record)"]
+    link = sources.link_path(shipped / "small")
+    assert at.query_params["eval"] in ([link], link)
+    record = str((mine / "small").resolve())
+    at2 = AppTest.from_file(str(ROOT / "pages" / "4_Evaluate.py"), default_timeout=TIMEOUT)
+    at2.query_params["eval"] = sources.link_path(mine / "small")
+    at2.run()
+    assert not at2.exception, at2.exception
+    assert at2.sidebar.selectbox(key="eval_dir").value == record
+
+
 def test_evaluate_page_without_evaluations_says_how_to_make_one(monkeypatch, tmp_path):
     at = _app("4_Evaluate.py", monkeypatch, tmp_path / "none", tmp_path)
     assert "No evaluations yet" in _text(at) and "python -m agent_core.evaluate" in _text(at)
