@@ -74,6 +74,10 @@ def main() -> None:
         print(f"{preset:14s} {n:5d}  {b:24s}  {a}")
 
 
+def _num(x: float | None) -> str:
+    return "-" if x is None else f"{x:g}"
+
+
 def sort_pairs(presets: set[str], new_res: dict) -> tuple[dict, set, list, list]:
     """The episodes played again by (task, variation) -> preset, and which pairs are whole (every preset of the
     evaluation played again, all on one kind of machine: the traces' CPU model and vector instructions), mixed
@@ -122,9 +126,8 @@ def whole_pairs(results: Path, replayed: Path, out: Path, reference: str) -> Non
     was = {(e["preset"], e["task"], e["variation"]): e.get("raw_final", e["final"]) for e in old_res["episodes"]}
     print(f"\n| pair | {' | '.join(order)} |\n|---|{'---|' * len(order)}")
     for t, v in sorted(whole):
-        cells = [f"{was.get((p, t, v))} -> {new_eps[(t, v)][p].get('raw_final', new_eps[(t, v)][p]['final'])}"
-                 for p in order]
-        print(f"| {t} v{v} | {' | '.join(c.replace('.0 ', ' ').removesuffix('.0') for c in cells)} |")
+        again = {p: new_eps[(t, v)][p].get("raw_final", new_eps[(t, v)][p]["final"]) for p in order}
+        print(f"| {t} v{v} | " + " | ".join(f"{_num(was.get((p, t, v)))} -> {_num(again[p])}" for p in order) + " |")
     if partial:
         print(f"played again but not every preset (kept old): {', '.join(f'{t} v{v}' for t, v in partial)}")
     if mixed:

@@ -95,7 +95,6 @@ def test_a_link_opens_the_measurement_record_not_the_shipped_evaluation_of_the_s
     mine, shipped = tmp_path / "evals", tmp_path / "shipped"
     shutil.copytree(evals / "small", shipped / "small")
     shutil.copytree(evals / "small", mine / "small")
-    (mine / "small" / "report.md").write_text("the record")  # not read by the page; the folders differ
     (mine / sources.RECORDS_FILE).write_text("small\n")
     monkeypatch.setenv("SWIFTSAGE_SHIPPED_EVALS_DIR", str(shipped))
     monkeypatch.setenv("SWIFTSAGE_EVALS_DIR", str(mine))
