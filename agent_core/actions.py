@@ -278,35 +278,51 @@ def _name_words(name: str) -> str:
     return " ".join(re.findall(r"[a-z0-9]+", name.lower()))
 
 
-_names_index_last: tuple[Mapping, list[tuple[str, list[str]]], Counter] | None = None
+_names_index_last: tuple | None = None
 
 
-def _names_index(names: Mapping[str, Sequence[str]]) -> tuple[list[tuple[str, list[str]]], Counter]:
-    """The object table's names as words, and how many objects share each: one table per step (the env caches it),
-    asked once per valid action, so the last one is kept (by identity: the table is never changed in place)."""
+def _names_index(names: Mapping[str, Sequence[str]]) -> tuple[list[tuple[str, list[str]]], Counter,
+                                                                list[tuple[str, list[str]]], Counter]:
+    """The object table's names as words, and how many objects share each; then the same by kind (identical objects,
+    those with the same names, as one: five apple seeds in a seed jar): each kind's names as an action writes them
+    (articles dropped), its names as the room text writes them, and how many kinds share each. One table per step
+    (the env caches it), asked once per valid action, so the last one is kept (by identity: the table is never
+    changed in place)."""
     global _names_index_last
     last = _names_index_last  # read once: another thread (a Streamlit session) may store its own table meanwhile
     if last is None or last[0] is not names:
         table = [(_name_words(used), [_name_words(x) for x in every]) for used, every in names.items()]
         owners = Counter(n for _used, every in table for n in set(every))
-        last = _names_index_last = (names, table, owners)
-    return last[1], last[2]
+        kinds_seen: dict[frozenset[str], list[str]] = {}
+        for used, every in names.items():
+            kinds_seen.setdefault(frozenset(every), []).append(used)
+        kinds = [(sorted({_name_words(ARTICLES.sub("", x.lower())) for x in (*kind, *used)} - {""}),
+                  sorted({_name_words(x) for x in kind} - {""})) for kind, used in kinds_seen.items()]
+        kind_owners = Counter(n for _arg, text_names in kinds for n in text_names)
+        last = _names_index_last = (names, table, owners, kinds, kind_owners)
+    return last[1], last[2], last[3], last[4]
+
+
+# an object as the room text lists it: its name, then the end of its entry ("a apple seed, ...", "a seed jar
+# (containing ...)", "a mattress" at the line's end), not a word of a longer name ("a bee hive" shows no bee)
+_ENTRY_END = r"(?=\s*(?:$|[,.():;\n])|\s+(?:in|on|containing|which|that|with|is)\b)"
 
 
 def seen_by_another_name(action: str, missing: Sequence[str], look: str, inventory: str,
-                         names: Mapping[str, Sequence[str]]) -> list[str]:
+                         names: Mapping[str, Sequence[str]], by_kind: bool = True) -> list[str]:
     """`missing` (from `unseen_words`) less the words of an object the action names by a name the room text does not
     use, when the text shows the object under another of its names: the game's `cloth sittable` is the mattress the
     room lists as "a mattress". `names`: the name an action uses -> every name of that object (the game's object
     table, `ScienceWorld.object_names`; not to be changed after the call: its words are kept for the next one). The
     other name must appear as an object in the text ("a mattress", "the mattress"), not only as a word of another
     object's name ("a flower pot" does not show a metal pot's "pot"), and must be that object's alone: "substance",
-    the game's name for milk in a closed fridge and for the air every room shows, shows neither."""
+    the game's name for milk in a closed fridge and for the air every room shows, shows neither. `by_kind`: also
+    the names of identical objects, as a kind (below; False: the earlier rule, for benchmarks/unseen_valid.py)."""
     if not missing:
         return list(missing)
     # a name several objects share says nothing about which one is in view: the game calls every substance
     # "substance" (and the room text always shows "a substance called air"), many things "container", "plant"
-    table, owners = _names_index(names)
+    table, owners, kinds, kind_owners = _names_index(names)
     arg = " " + _name_words(argument_of(action)) + " "
     text = f"{look}\n{inventory}".lower()
     covered: set[str] = set()
@@ -318,6 +334,20 @@ def seen_by_another_name(action: str, missing: Sequence[str], look: str, invento
                     and re.search(rf"\b(?:a|an|the|some)\s+{re.escape(other)}\b", text)):
                 covered |= set(used_words.split())
                 break
+    if by_kind and any(w not in covered for w in missing):
+        # the valid-action list names identical objects by any of their names joined to one of their container's
+        # (`apple seed in the seed stage on cup containing apple seed` for a seed the text lists in "a seed jar
+        # (containing a apple seed, a apple seed)"), and their action names change from one call to the next: any
+        # name of a kind the text lists under a name no other kind has is in view. Longest names first, each part
+        # of the action once
+        rest = arg
+        for name, text_names in sorted(((n, t) for ns, t in kinds for n in ns), key=lambda x: -len(x[0])):
+            if f" {name} " in rest and any(
+                    kind_owners[t] == 1 and t not in ALWAYS_PRESENT
+                    and re.search(rf"\b(?:a|an|the|some)\s+{re.escape(t)}{_ENTRY_END}", text, re.M)
+                    for t in text_names):
+                covered |= set(name.split())
+                rest = rest.replace(f" {name} ", " | ")
     return [w for w in missing if w not in covered]
 
 
@@ -332,7 +362,7 @@ def seen_in_reach(action: str, missing: Sequence[str], reach: Mapping[str, bool]
     arg = " " + _name_words(argument_of(action)) + " "
     covered: set[str] = set()
     for name in sorted(reach, key=len, reverse=True):  # the longest name first, each part of the action once
-        words = _name_words(name)
+        words = _name_words(ARTICLES.sub("", name.lower()))  # as `argument_of` writes it: "apple seed in seed stage"
         if words and f" {words} " in arg:
             if reach[name]:
                 covered |= set(words.split())

@@ -60,8 +60,10 @@ def test_a_drop_of_what_the_game_rejected_in_the_reference_is_a_saved_step():
     assert (why.mechanism, why.kind) == ("gate1-saved:TARGET_NOT_VISIBLE", "saved") and "rejected" in why.detail
     assert attribute(drop, _rec(3, "pick up metal pot")).kind == "rule"  # the game took it in the reference
     assert attribute(drop, _rec(3, "look around", action_valid=False)).kind == "rule"  # another action was rejected
+    taken = _rec(2, "pick up metal pot")
+    taken.inventory = "In your inventory, you see:\n\ta metal pot"  # the game took it: something changed
     eps = {"b": [_rec(1, "look around"), rejected], "p": [_rec(1, "look around"), drop],
-           "b2": [_rec(1, "look around"), _rec(2, "pick up metal pot")], "p2": [_rec(1, "look around"), drop]}
+           "b2": [_rec(1, "look around"), taken], "p2": [_rec(1, "look around"), drop]}
     rows = [{"preset": pre, "task": t, "task_index": i, "variation": 0, "final": f, "trace": tr}
             for i, (t, pre, f, tr) in enumerate((("t1", "baseline", 30, "b"), ("t1", "full", 10, "p"),
                                                  ("t2", "baseline", 30, "b2"), ("t2", "full", 10, "p2")))]
@@ -78,8 +80,10 @@ def test_a_drop_of_what_the_game_rejected_in_the_reference_is_a_saved_step():
 
 
 def test_compare_pairs_by_task_and_variation_and_charges_each_divergence():
+    taken = _rec(2, "pick up metal pot")
+    taken.inventory = "In your inventory, you see:\n\ta metal pot"
     eps = {
-        "b1": [_rec(1, "look around"), _rec(2, "pick up metal pot")],
+        "b1": [_rec(1, "look around"), taken],
         "p1": [_rec(1, "look around"), _rec(2, "open cupboard", gate1=[Gate1Decision(
             source="swift", proposed="pick up metal pot", decision="DROP", result=None, reason="TARGET_NOT_VISIBLE")])],
         "b2": [_rec(1, "look around")], "p2": [_rec(1, "look around")],
@@ -204,3 +208,40 @@ def test_compare_warns_when_two_episodes_come_from_different_code_or_machines():
     assert "different machines (A AMD EPYC (avx2, 2 cores), B AMD EPYC (avx512, 2 cores))" in machines
     assert "different code" not in machines
     assert "different code" in provenance_warning(ep("a" * 40, avx2), ep("b" * 40, {}))
+
+
+def test_a_drop_of_what_changed_nothing_in_the_reference_is_a_saved_step():
+    """test-conductivity: the reference focused on the substance a second time; the game took it and nothing changed
+    (the same score, room text and inventory as the step before). Gate-1 dropped that focus (FOCUS_LIMIT), and the
+    two then parted by Swift's own next choice in the same world: a saved step, not a loss charged to the rule. A
+    drop of an action that changed the score, the room or the inventory in the reference stays the rule's, and so
+    does one at the first step (nothing to compare with)."""
+    def rec(step, action, score=60.0, reward=0.0, inventory="a substance", look="the workshop", **kw):
+        r = _rec(step, action, **kw)
+        r.score, r.reward, r.inventory, r.look = score, reward, inventory, look
+        return r
+    before = rec(11, "focus on unknown substance", reward=50.0)
+    ref = rec(12, "focus on unknown substance")
+    ref.observation = "You focus on the unknown substance U."
+    drop = rec(12, "move unknown substance to blue box", score=-100.0, gate1=[Gate1Decision(
+        source="sage", proposed="focus on unknown substance", decision="DROP", result=None, reason="FOCUS_LIMIT")])
+    why = attribute(drop, ref, before)
+    assert (why.mechanism, why.kind) == ("gate1-saved:FOCUS_LIMIT", "saved") and "nothing changed" in why.detail
+    assert attribute(drop, ref).kind == "rule"  # no step before to compare with
+    for changed in (rec(12, "focus on unknown substance", score=70.0, reward=10.0),
+                    rec(12, "focus on unknown substance", inventory="nothing"),
+                    rec(12, "focus on unknown substance", look="the hallway")):
+        assert attribute(drop, changed, before).kind == "rule"
+    eps = {"b": [before, ref], "p": [before, drop]}
+    rows = [{"preset": pre, "task": "t", "task_index": 0, "variation": 0, "final": f, "trace": tr}
+            for pre, f, tr in (("baseline", 100, "b"), ("srm", 0, "p"))]
+    res = compare(rows, "srm", read=lambda path: SimpleNamespace(steps=eps[path]))
+    assert (res.rule_losses, res.saved_losses, res.rows[0].diverged_at) == (0, 1, 2)
+
+
+def test_an_evaluation_recorded_by_several_revisions_says_which_preset_ran_which():
+    from agent_core.evaluate.report import mixed_code_line
+    assert mixed_code_line({"code": {"f8a3405b85": 300}}) is None
+    line = mixed_code_line({"code": {"aaa": 240, "bbb": 60},
+                            "code_by_preset": {"baseline": {"aaa": 60}, "srm": {"aaa": 30, "bbb": 30}}})
+    assert "more than one code revision" in line and "Baseline aaa (60)" in line and "+SRM aaa (30), bbb (30)" in line

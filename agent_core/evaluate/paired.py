@@ -7,8 +7,10 @@ episodes part and what the preset's record says decided that step (a Gate-1 drop
 injection, Sage's pick, ...). Whether that decision was a design rule (the code decided: Gate-1, T1's replacement,
 the safeguard, a trigger) or a model's choice (Sage, the Critic, Swift reading memory) is part of the row, so a loss
 charged to a rule points at code to fix. A Gate-1 drop of an action that the reference played at that step and the
-game rejected ("No known action matches that input") is its own kind, `saved`: the rule spared a step the game would
-have wasted, which is what it is for, and the two episodes then part by what the agents did next.
+game rejected ("No known action matches that input"), or took without changing anything (the same score, room text
+and inventory after it as before: a focus taken a second time), is its own kind, `saved`: the rule spared a step
+the game would have wasted, which is what it is for, and the two episodes then part by what the agents did next in
+the same world.
 """
 from __future__ import annotations
 
@@ -70,20 +72,33 @@ class Attribution:
     detail: str
 
 
-def attribute(rec: StepRecord, ref: StepRecord | None) -> Attribution:
+def wasted(ref: StepRecord, ref_before: StepRecord | None) -> str:
+    """Why the reference's step changed nothing in the game, or "": the game rejected the action, or took it and
+    its score, room text and inventory are what they were before (`ref_before`: the reference's previous step)."""
+    if ref.action_valid is False:
+        return "the game rejected it"
+    if (ref_before is not None and not ref.done and ref.reward == 0 and ref.score == ref_before.score
+            and ref.look.strip() == ref_before.look.strip() and ref.inventory.strip() == ref_before.inventory.strip()):
+        return "the game took it and nothing changed (the same score, room and inventory)"
+    return ""
+
+
+def attribute(rec: StepRecord, ref: StepRecord | None, ref_before: StepRecord | None = None) -> Attribution:
     """What in the preset's record `rec` made it act differently from the reference's record at the same step
-    (both had the same past). The first of: the safeguard, a Gate-1 drop, T1's replacement, the Critic, a focus
-    review, a Sage pick (with or without memory hints), a menu answer, a trigger that Baseline lacked."""
+    (both had the same past; `ref_before` is the reference's step before, None at the first). The first of: the
+    safeguard, a Gate-1 drop, T1's replacement, the Critic, a focus review, a Sage pick (with or without memory
+    hints), a menu answer, a trigger that Baseline lacked."""
     kinds = {d.kind: d for d in rec.decisions}
     if "safeguard" in kinds:
         return Attribution("safeguard", RULE, kinds["safeguard"].describe())
     drops = [g for g in rec.gate1 if g.decision == "DROP" and g.source in ("swift", "sage")]
     if drops and (ref is None or action_key(rec.action) != action_key(drops[0].proposed)):
         g = drops[0]
-        if ref is not None and ref.action_valid is False and action_key(ref.action) == action_key(g.proposed):
+        why = wasted(ref, ref_before) if ref is not None and action_key(ref.action) == action_key(g.proposed) else ""
+        if why:
             return Attribution(f"gate1-saved:{g.reason}", SAVED,
                                f"Gate-1 dropped {g.source}'s '{g.proposed}' ({g.reason}); the reference played it and "
-                               f"the game rejected it: a step saved, then each agent chose its own next action")
+                               f"{why}: a step saved, then each agent chose its own next action")
         return Attribution(f"gate1:{g.reason}", RULE, f"Gate-1 dropped {g.source}'s '{g.proposed}' ({g.reason})")
     t1 = kinds.get("t1_retry")
     if t1 is not None and t1.valid and not getattr(t1, "outside_top_k", 0):
@@ -171,7 +186,8 @@ def compare(rows: list[dict[str, Any]], preset: str, reference: str = "baseline"
         at = first_divergence(ea.steps, eb.steps)
         row.diverged_at = at
         if at is not None and at <= len(ea.steps):
-            why = attribute(ea.steps[at - 1], eb.steps[at - 1] if at <= len(eb.steps) else None)
+            why = attribute(ea.steps[at - 1], eb.steps[at - 1] if at <= len(eb.steps) else None,
+                            eb.steps[at - 2] if 1 < at <= len(eb.steps) + 1 else None)
             row.mechanism, row.kind, row.detail = why.mechanism, why.kind, why.detail
         elif at is not None:
             row.mechanism, row.kind, row.detail = "ended", "", "the preset's episode ended earlier"

@@ -240,8 +240,9 @@ def paired_markdown(res: dict[str, Any]) -> list[str]:
              "the mean difference. A pair *diverged* when the two episodes took a different action somewhere.", "",
              "A loss *decided by a design rule* parted at a step where code (Gate-1, the safeguard, a trigger, the "
              "loop guard) overrode the agent; a loss *after a saved step* parted where Gate-1 dropped an action that "
-             f"{ref} played there and the game rejected (the rule spared a wasted step; what followed was each "
-             "agent's own choice).", "",
+             f"{ref} played there and the game rejected or took without changing anything (the same score, room "
+             "and inventory: the rule spared a wasted step; what followed was each agent's own choice in the same "
+             "world).", "",
              "| config | pairs | mean difference [95% interval] | diverged | losses decided by a design rule "
              "| losses after a saved step |",
              "|---|---|---|---|---|---|"]
