@@ -1,8 +1,9 @@
 """Every TARGET_NOT_VISIBLE drop in an evaluation's traces, asked again of the game's object tree: the episode's
 recorded actions are played again in the real game (the valid actions asked before each one, as the agent asks
 them, so the game names objects as it did), and at each drop the action is checked under
-srm.gate1_unseen_by = "tree". A drop the tree lets through is one the earlier, text-only rule made and the current
-rule would not: that episode plays differently from there on. A replay whose room text parts from the record is
+srm.gate1_unseen_by = "tree" by the code it runs at. A drop that code lets through is one an earlier rule made (the
+text-only rule; before 82367b7, also the one that missed identical objects' other names) and the current rule would
+not: that episode plays differently from there on, and its pair is to be played again. A replay whose room text parts from the record is
 reported and not judged.
 
     .venv/bin/python benchmarks/unseen_drops.py assets/evaluations/cpu-30x2x30 --presets srm full
