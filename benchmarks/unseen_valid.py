@@ -1,7 +1,8 @@
 """Gate-1's target unseen against the game's own valid-action list: gold paths of train (or dev) variations replayed
 in the real game, and at every state on the way each valid action asked whether it names an object out of view
-(room text, inventory, the game's other names of what the text shows, and the object tree), once as the earlier
-rule did and once with identical objects' names taken as one kind (`seen_by_another_name(by_kind=...)`). The
+(room text, inventory, the game's other names of what the text shows, and the object tree), once without and once
+with identical objects' names taken as one kind (`seen_by_another_name(by_kind=...)`; the tree's names compared
+without articles in both, a fix of the same commit). The
 valid-action list names identical objects by any of their names joined to their container's (`apple seed in the
 seed stage on cup containing apple seed` for a seed the room text lists in "a seed jar (containing a apple seed,
 ...)"), and the game's action names for five identical seeds change from one call to the next, so the earlier rule
