@@ -285,9 +285,9 @@ def _names_index(names: Mapping[str, Sequence[str]]) -> tuple[list[tuple[str, li
                                                                 list[tuple[str, list[str]]], Counter]:
     """The object table's names as words, and how many objects share each; then the same by kind (identical objects,
     those with the same names, as one: five apple seeds in a seed jar): each kind's names as an action writes them
-    (articles dropped), its names as the room text writes them, and how many kinds share each. One table per step
-    (the env caches it), asked once per valid action, so the last one is kept (by identity: the table is never
-    changed in place)."""
+    (articles dropped; one entry per name, the longest first) with its names as the room text writes them, and how
+    many kinds share each of those. One table per step (the env caches it), asked once per valid action, so the last
+    one is kept (by identity: the table is never changed in place)."""
     global _names_index_last
     last = _names_index_last  # read once: another thread (a Streamlit session) may store its own table meanwhile
     if last is None or last[0] is not names:
@@ -299,6 +299,9 @@ def _names_index(names: Mapping[str, Sequence[str]]) -> tuple[list[tuple[str, li
         kinds = [(sorted({_name_words(ARTICLES.sub("", x.lower())) for x in (*kind, *used)} - {""}),
                   sorted({_name_words(x) for x in kind} - {""})) for kind, used in kinds_seen.items()]
         kind_owners = Counter(n for _arg, text_names in kinds for n in text_names)
+        # every (name as an action writes it, its kind's names as the text writes them), the longest name first
+        kinds = sorted(((n, text_names) for arg_names, text_names in kinds for n in arg_names),
+                       key=lambda x: -len(x[0]))
         last = _names_index_last = (names, table, owners, kinds, kind_owners)
     return last[1], last[2], last[3], last[4]
 
@@ -339,9 +342,9 @@ def seen_by_another_name(action: str, missing: Sequence[str], look: str, invento
         # (`apple seed in the seed stage on cup containing apple seed` for a seed the text lists in "a seed jar
         # (containing a apple seed, a apple seed)"), and their action names change from one call to the next: any
         # name of a kind the text lists under a name no other kind has is in view. Longest names first, each part
-        # of the action once
+        # of the action once (the index keeps them in that order)
         rest = arg
-        for name, text_names in sorted(((n, t) for ns, t in kinds for n in ns), key=lambda x: -len(x[0])):
+        for name, text_names in kinds:
             if f" {name} " in rest and any(
                     kind_owners[t] == 1 and t not in ALWAYS_PRESENT
                     and re.search(rf"\b(?:a|an|the|some)\s+{re.escape(t)}{_ENTRY_END}", text, re.M)

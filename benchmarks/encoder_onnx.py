@@ -84,7 +84,8 @@ def main() -> None:
         with torch.no_grad():
             rows = [("torch int8 (shipped)", p50_ms(lambda: int8_enc(ids, mask)),
                      (int8_enc(ids, mask) - ref).abs().max().item())]
-        for label, name in (("ONNX Runtime int8", "enc_int8.onnx"), ("ONNX Runtime int8, optimized", "enc_opt_int8.onnx")):
+        for label, name in (("ONNX Runtime int8", "enc_int8.onnx"),
+                            ("ONNX Runtime int8, optimized", "enc_opt_int8.onnx")):
             sess = ort.InferenceSession(str(tmp / name), so, providers=["CPUExecutionProvider"])
             out = torch.from_numpy(np.asarray(sess.run(None, feed)[0]))
             rows.append((label, p50_ms(lambda: sess.run(None, feed)), (out - ref).abs().max().item()))

@@ -77,7 +77,7 @@ def wasted(ref: StepRecord, ref_before: StepRecord | None) -> str:
     its score, room text and inventory are what they were before (`ref_before`: the reference's previous step)."""
     if ref.action_valid is False:
         return "the game rejected it"
-    if (ref_before is not None and not ref.done and ref.reward == 0 and ref.score == ref_before.score
+    if (ref_before is not None and not ref.done and ref.score == ref_before.score
             and ref.look.strip() == ref_before.look.strip() and ref.inventory.strip() == ref_before.inventory.strip()):
         return "the game took it and nothing changed (the same score, room and inventory)"
     return ""
