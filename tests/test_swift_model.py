@@ -272,22 +272,24 @@ def test_the_operations_a_thread_count_would_change_run_on_one_thread():
     given back afterwards."""
     import torch
 
-    from agent_core.swift.architectures import row_major_float_linears
+    import agent_core.swift.architectures as arch
 
     seen = []
     model = torch.nn.Sequential(torch.nn.Linear(4, 3))
-    row_major_float_linears(model)
-    real = torch.addmm
+    expected = model(torch.ones(2, 4))
+    arch.row_major_float_linears(model)
+    real = arch._float_product
     try:
-        torch.addmm = lambda *a, **k: (seen.append(torch.get_num_threads()), real(*a, **k))[1]
+        arch._float_product = lambda *a: (seen.append(torch.get_num_threads()), real(*a))[1]
         before = torch.get_num_threads()
         torch.set_num_threads(2)
         y = model(torch.ones(2, 4))
     finally:
-        torch.addmm = real
+        arch._float_product = real
         after = torch.get_num_threads()
         torch.set_num_threads(before)
     assert y.shape == (2, 3) and seen == [1] and after == 2
+    assert torch.allclose(y, expected, atol=1e-6)  # oneDNN's packed product (or the addmm) is the layer's product
 
 
 def test_one_thread_holds_while_another_session_sets_the_thread_count():
@@ -429,3 +431,22 @@ def test_minilm_variant_trains_exports_and_decodes(tmp_path):
     ids = encode_inputs(m.tokenizer, [long_text], 512)["input_ids"][0].tolist()
     full = m.tokenizer(long_text)["input_ids"]
     assert len(ids) == 512 and ids[:100] == full[:100] and ids[-300:] == full[-300:]
+
+
+def test_the_lazy_prefix_tree_allows_what_the_valid_actions_continue_with():
+    """The constrained search asks the tree which tokens may follow a prefix: every next token of a valid action
+    with that prefix, EOS once an action is complete or the prefix leads nowhere (the tree is built as a search
+    reaches its nodes)."""
+    import random
+
+    from agent_core.swift.model import _Trie
+
+    rng, eos = random.Random(0), 2
+    seqs = [[rng.randrange(3, 9) for _ in range(rng.randrange(1, 6))] + [eos] for _ in range(60)]
+    trie = _Trie(seqs)
+    prefixes = {tuple(s[:i]) for s in seqs for i in range(len(s) + 1)} | {(8, 8, 8, 8, 8, 8), (1,)}
+    for p in sorted(prefixes):
+        want = sorted({s[len(p)] for s in seqs if len(s) > len(p) and tuple(s[:len(p)]) == p})
+        assert sorted(trie.next_tokens(list(p))) == want
+        assert sorted(trie.next_ids(list(p), eos).tolist()) == (want or [eos])
+    assert trie.next_ids([3], eos) is trie.next_ids([3], eos)  # held by the node

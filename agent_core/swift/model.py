@@ -90,22 +90,54 @@ class SwiftProposal:
 
 
 class _Trie:
-    """Prefix tree over token-id sequences of the valid actions (each ending in EOS)."""
+    """Prefix tree over token-id sequences of the valid actions (each ending in EOS), built lazily: a node sorts its
+    sequences by their next token the first time a search reaches it. A search visits a few dozen of the ~2,000
+    nodes of a step's ~270 actions, and the actions change with every step."""
+
+    class _Node:
+        __slots__ = ("members", "depth", "_children", "_ids")
+
+        def __init__(self, members: list[int], depth: int):
+            self.members, self.depth, self._children, self._ids = members, depth, None, None
 
     def __init__(self, seqs: list[list[int]]):
-        self.root: dict = {}
-        for s in seqs:
-            node = self.root
-            for t in s:
-                node = node.setdefault(t, {})
+        self.seqs = seqs
+        self.root = self._Node(list(range(len(seqs))), 0)
 
-    def next_tokens(self, prefix: list[int]) -> list[int]:
+    def _children(self, node: "_Trie._Node") -> dict:
+        if node._children is None:
+            groups: dict[int, list[int]] = {}
+            d = node.depth
+            for i in node.members:
+                s = self.seqs[i]
+                if len(s) > d:
+                    groups.setdefault(s[d], []).append(i)
+            node._children = {t: self._Node(m, d + 1) for t, m in groups.items()}
+        return node._children
+
+    def node(self, prefix: Sequence[int]) -> "_Trie._Node | None":
         node = self.root
         for t in prefix:
-            node = node.get(t)
+            node = self._children(node).get(t)
             if node is None:
-                return []
-        return list(node.keys())
+                return None
+        return node
+
+    def next_tokens(self, prefix: Sequence[int]) -> list[int]:
+        node = self.node(prefix)
+        return [] if node is None else list(self._children(node))
+
+    def next_ids(self, prefix: Sequence[int], eos: int):
+        """next_tokens as an index tensor, EOS where nothing may follow (a finished or unknown prefix), held by the
+        node: the beams of a search come back to the same nodes."""
+        import torch
+
+        node = self.node(prefix)
+        if node is None:
+            return torch.tensor([eos])
+        if node._ids is None:
+            node._ids = torch.tensor(list(self._children(node)) or [eos])
+        return node._ids
 
 
 def shared_cross_cache(layers, h, rows: int):
@@ -434,16 +466,18 @@ class SwiftModel:
         import torch
         from transformers import LogitsProcessor
 
-        allowed, beams = self._allowed(valid_actions), max(n, 2)
+        beams = max(n, 2)
+
+        trie, start, eos = _Trie(self.targets(valid_actions)), self.model.config.decoder_start_token_id, self.eos
 
         class FirstFreeRestValid(LogitsProcessor):
             def __call__(self, input_ids, scores):
                 # rows of the second copy: only the valid actions' prefix tree (the first copy's rows are left as
-                # they are, which adding a zero mask did)
+                # they are, which adding a zero mask did); what `allowed` gives, as the trie's cached index tensors
                 rows = input_ids[beams:].tolist()
                 mask = torch.full((len(rows), scores.shape[1]), -math.inf, device=scores.device)
                 for r, toks in enumerate(rows):
-                    mask[r, allowed(toks)] = 0
+                    mask[r].index_fill_(0, trie.next_ids(toks[1:] if toks and toks[0] == start else toks, eos), 0.0)
                 scores[beams:] += mask
                 return scores
 
