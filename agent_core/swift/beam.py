@@ -35,36 +35,78 @@ def _norm(ln) -> Callable[[torch.Tensor], torch.Tensor]:
     return lambda x: F.layer_norm(x, shape, w, b, eps)
 
 
+def _int8_weight(linear):
+    """(int8 weight, bias) of an int8 dynamic layer quantized per tensor, else None."""
+    packed = getattr(linear, "_packed_params", None)
+    if packed is None or packed.dtype != torch.qint8 or getattr(linear, "version", 4) < 4:
+        return None
+    w, b = torch.ops.quantized.linear_unpack(packed._packed_params)
+    return (w, b) if w.qscheme() == torch.per_tensor_affine and b is not None else None
+
+
+def _side_by_side(linears) -> Callable[[torch.Tensor], torch.Tensor]:
+    """Several layers that read the same input as one call whose output holds theirs side by side. int8 layers
+    become one int8 layer quantized per output channel, each channel with its own layer's scale: the same
+    integers, the same int32 sums, the same scale per output, so the same numbers as the separate calls (checked
+    against the modules by `test_lean_beam_search_matches_generate`), at one call's overhead: a decoder step's
+    query, key and value are three 10-row products whose cost is mostly the call. Other layers: concatenated."""
+    parts = [_int8_weight(lin) for lin in linears]
+    if any(p is None for p in parts):
+        fns = [_direct(lin) for lin in linears]
+        return lambda x: torch.cat([f(x) for f in fns], dim=-1)
+    ints = torch.cat([w.int_repr() for w, _ in parts])
+    scales = torch.cat([torch.full((w.shape[0],), w.q_scale(), dtype=torch.double) for w, _ in parts])
+    zeros = torch.cat([torch.full((w.shape[0],), w.q_zero_point(), dtype=torch.long) for w, _ in parts])
+    weight = torch._make_per_channel_quantized_tensor(ints, scales, zeros, 0)
+    params = torch.ops.quantized.linear_prepack(weight, torch.cat([b for _, b in parts]))
+    op = torch.ops.quantized.linear_dynamic.default
+    return lambda x: op(x, params, True)
+
+
+def _layer_ops(layer) -> tuple:
+    sa, so, ca, co = (layer.attention.self, layer.attention.output, layer.crossattention.self,
+                      layer.crossattention.output)
+    act = layer.intermediate.intermediate_act_fn
+    return (_side_by_side([sa.query, sa.key, sa.value]), sa.num_attention_heads, sa.attention_head_size,
+            sa.scaling, _direct(so.dense), _norm(so.LayerNorm), _direct(ca.query), ca.num_attention_heads,
+            ca.attention_head_size, ca.scaling, _direct(co.dense), _norm(co.LayerNorm),
+            _direct(layer.intermediate.dense), getattr(act, "act", act), _direct(layer.output.dense),
+            _norm(layer.output.LayerNorm))
+
+
 class LeanDecoder:
     """One decoding step of a BertLMHeadModel decoder for `rows` rows that all read one encoding: self-attention
     with its own key/value cache, cross-attention against the single projected copy of the encoder's keys and values
     (every row's query in one block), the feed-forward, and the LM head. It runs the layers' own weights through
     the ops their modules would call, in the modules' order (BertEmbeddings, BertSelfOutput, BertIntermediate,
-    BertOutput; dropout is off in eval), so the logits are the modules' logits bit for bit
-    (`test_lean_beam_search_matches_generate`)."""
+    BertOutput, BertPredictionHeadTransform; dropout is off in eval), the query, key and value side by side in one
+    product (`_side_by_side`), so the logits are the modules' logits bit for bit
+    (`test_lean_beam_search_matches_generate`). The ops are built once per decoder (held on it: build the model,
+    quantize it, then search)."""
 
     def __init__(self, decoder, h: torch.Tensor, rows: int):
-        self.dec, self.rows = decoder, rows
-        self.layers = decoder.bert.encoder.layer
+        self.rows = rows
+        static = getattr(decoder, "_lean_static", None)
+        if static is None:
+            layers = decoder.bert.encoder.layer
+            emb, head = decoder.bert.embeddings, decoder.cls.predictions
+            act = head.transform.transform_act_fn
+            static = decoder._lean_static = (
+                [_layer_ops(layer) for layer in layers],
+                [(_side_by_side([layer.crossattention.self.key, layer.crossattention.self.value]),
+                  layer.crossattention.self.attention_head_size) for layer in layers],
+                emb.word_embeddings.weight, emb.position_embeddings.weight,
+                emb.token_type_embeddings.weight[0],  # BertEmbeddings' default token type, 0
+                _norm(emb.LayerNorm), head.transform.dense, getattr(act, "act", act), _norm(head.transform.LayerNorm),
+                head.decoder)
+        (self.ops, cross_kv, self.words, self.positions, self.token_type, self.emb_norm, self.head_dense,
+         self.head_act, self.head_norm, self.head_out) = static
         self.cross = []
-        self.ops = []
-        for layer in self.layers:
-            sa, so, ca, co = (layer.attention.self, layer.attention.output, layer.crossattention.self,
-                              layer.crossattention.output)
-            shape = (*h.shape[:-1], -1, ca.attention_head_size)
-            self.cross.append((ca.key(h).view(shape).transpose(1, 2), ca.value(h).view(shape).transpose(1, 2)))
-            act = layer.intermediate.intermediate_act_fn
-            self.ops.append((_direct(sa.query), _direct(sa.key), _direct(sa.value), sa.num_attention_heads,
-                             sa.attention_head_size, sa.scaling, _direct(so.dense), _norm(so.LayerNorm),
-                             _direct(ca.query), ca.num_attention_heads, ca.attention_head_size, ca.scaling,
-                             _direct(co.dense), _norm(co.LayerNorm), _direct(layer.intermediate.dense),
-                             getattr(act, "act", act), _direct(layer.output.dense), _norm(layer.output.LayerNorm)))
-        emb = decoder.bert.embeddings
-        self.words, self.positions = emb.word_embeddings.weight, emb.position_embeddings.weight
-        self.token_type = emb.token_type_embeddings.weight[0]  # BertEmbeddings' default token type, 0
-        self.emb_norm = _norm(emb.LayerNorm)
-        self.keys: list[torch.Tensor | None] = [None] * len(self.layers)
-        self.values: list[torch.Tensor | None] = [None] * len(self.layers)
+        for kv, d in cross_kv:  # the encoder's keys and values, projected once for every row and step
+            both = kv(h).view(*h.shape[:-1], 2, -1, d)
+            self.cross.append((both[..., 0, :, :].transpose(1, 2), both[..., 1, :, :].transpose(1, 2)))
+        self.keys: list[torch.Tensor | None] = [None] * len(self.ops)
+        self.values: list[torch.Tensor | None] = [None] * len(self.ops)
         self.pos = 0
 
     def step(self, tokens: torch.Tensor) -> torch.Tensor:
@@ -72,11 +114,10 @@ class LeanDecoder:
         e = self.words[tokens.view(-1)] + self.token_type
         x = self.emb_norm(e + self.positions[self.pos]).unsqueeze(1)
         b = x.shape[0]
-        for li, (q_, k_, v_, heads, d, scale, o_, o_norm, cq_, cheads, cd, cscale, co_, co_norm, inter_, act, out_,
+        for li, (qkv_, heads, d, scale, o_, o_norm, cq_, cheads, cd, cscale, co_, co_norm, inter_, act, out_,
                  out_norm) in enumerate(self.ops):
-            q = q_(x).view(b, 1, heads, d).transpose(1, 2)
-            k = k_(x).view(b, 1, heads, d).transpose(1, 2)
-            v = v_(x).view(b, 1, heads, d).transpose(1, 2)
+            qkv = qkv_(x).view(b, 1, 3, heads, d)
+            q, k, v = (qkv[:, :, i].transpose(1, 2) for i in range(3))
             if self.keys[li] is not None:
                 k, v = torch.cat([self.keys[li], k], dim=-2), torch.cat([self.values[li], v], dim=-2)
             self.keys[li], self.values[li] = k, v
@@ -91,10 +132,10 @@ class LeanDecoder:
             catt = co_norm(co_(cctx) + att)
             x = out_norm(out_(act(inter_(catt))) + catt)
         self.pos += 1
-        return self.dec.cls(x)[:, -1, :]
+        return self.head_out(self.head_norm(self.head_act(self.head_dense(x[:, -1, :]))))
 
     def reorder(self, beam_idx: torch.Tensor) -> None:
-        for li in range(len(self.layers)):
+        for li in range(len(self.ops)):
             self.keys[li] = self.keys[li].index_select(0, beam_idx)
             self.values[li] = self.values[li].index_select(0, beam_idx)
 

@@ -252,6 +252,10 @@ class SwiftModel:
         self.lean_search = True
         if is_minilm(self.model):
             use_shared_attention(self.model.decoder)
+        # between the encoder's layers too: a call that starts on one core (right after a step, the JVM's compiler
+        # threads hold the other for ~10 ms) takes the second for the rest of the encoder, not only after it
+        for layer in getattr(getattr(self.model.get_encoder(), "encoder", None), "layer", [])[1:]:
+            layer.register_forward_pre_hook(lambda _mod, _args: self._more_cores())
 
     @contextmanager
     def _cores(self):
@@ -282,8 +286,8 @@ class SwiftModel:
                 torch.set_num_threads(before)
 
     def _more_cores(self) -> None:
-        """Between the phases of an outermost call (encoder, search, focus scoring): take the cores that have come
-        free since it began. Right after a step the JVM's compiler threads hold a core for ~10 ms, less than the
+        """Between the phases of an outermost call (the encoder's layers, search, focus scoring): take the cores that
+        have come free since it began. Right after a step the JVM's compiler threads hold a core for ~10 ms, less than the
         encoder takes; the numbers are the same on any thread count, so only the time changes."""
         import torch
 
