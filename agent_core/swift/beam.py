@@ -15,7 +15,7 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from .architectures import one_thread
+from .architectures import attention_threads, one_thread
 
 
 def _direct(linear) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -126,7 +126,7 @@ class LeanDecoder:
             att = o_norm(o_(ctx) + x)
             cq = cq_(att).view(b, 1, cheads, cd).transpose(1, 2).transpose(0, 1).reshape(1, cheads, b, cd)
             ck, cv = self.cross[li]
-            with one_thread():
+            with attention_threads(b):  # every row's query in one block: on the call's cores where that is exact
                 cctx = F.scaled_dot_product_attention(cq, ck, cv, scale=cscale)
             cctx = cctx.reshape(cheads, b, 1, cd).permute(1, 2, 0, 3).reshape(b, 1, -1)
             catt = co_norm(co_(cctx) + att)

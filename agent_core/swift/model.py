@@ -42,6 +42,7 @@ from typing import Sequence
 
 from ..actions import action_key, is_focus, never_a_focus_target  # noqa: F401 - action_key re-exported: the one normalisation
 from .architectures import (  # noqa: F401 - re-exported
+    attention_threads,
     build_minilm_seq2seq,
     build_t5,
     freeze_encoder_layers,
@@ -180,7 +181,7 @@ def shared_attention(module, query, key, value, attention_mask, **kwargs):
     if query.shape[0] > 1 and key.stride(0) == 0 and value.stride(0) == 0 and attention_mask is None:
         b, heads, t, d = query.shape
         q = query.transpose(0, 1).reshape(1, heads, b * t, d)
-        with one_thread():
+        with attention_threads(b * t):
             out = torch.nn.functional.scaled_dot_product_attention(q, key[:1], value[:1], scale=kwargs.get("scaling"))
         return out.reshape(heads, b, t, d).permute(1, 2, 0, 3), None  # b x t x heads x d, as SDPA's wrapper returns
     with one_thread():
