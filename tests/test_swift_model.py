@@ -267,29 +267,35 @@ def test_swift_gives_the_same_numbers_on_one_or_two_threads(sw_env, monkeypatch)
     assert {**prop.to_dict(), "latency_s": 0.0} == numbers(2)[0]
 
 
-def test_the_operations_a_thread_count_would_change_run_on_one_thread():
-    """The float products of `row_major_float_linears` run inside `one_thread`, whatever torch's setting, which is
-    given back afterwards."""
+@pytest.mark.parametrize("onednn", [True, False])
+def test_the_operations_a_thread_count_would_change_run_on_one_thread(onednn, monkeypatch):
+    """The float products of `row_major_float_linears` computed by MKL's addmm (no oneDNN) run inside `one_thread`,
+    whatever torch's setting, which is given back afterwards; oneDNN's packed product (the same bits on any count)
+    takes the call's threads."""
     import torch
 
     import agent_core.swift.architectures as arch
 
+    if onednn and not torch.backends.mkldnn.is_available():
+        pytest.skip("this torch has no oneDNN")
+    if not onednn:
+        monkeypatch.setattr(arch, "_onednn_pack", lambda _w: None)
     seen = []
     model = torch.nn.Sequential(torch.nn.Linear(4, 3))
     expected = model(torch.ones(2, 4))
     arch.row_major_float_linears(model)
+    assert (model[0].packed is not None) == onednn
     real = arch._float_product
+    monkeypatch.setattr(arch, "_float_product", lambda *a: (seen.append(torch.get_num_threads()), real(*a))[1])
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
     try:
-        arch._float_product = lambda *a: (seen.append(torch.get_num_threads()), real(*a))[1]
-        before = torch.get_num_threads()
-        torch.set_num_threads(2)
         y = model(torch.ones(2, 4))
     finally:
-        arch._float_product = real
         after = torch.get_num_threads()
         torch.set_num_threads(before)
-    assert y.shape == (2, 3) and seen == [1] and after == 2
-    assert torch.allclose(y, expected, atol=1e-6)  # oneDNN's packed product (or the addmm) is the layer's product
+    assert y.shape == (2, 3) and seen == [2 if onednn else 1] and after == 2
+    assert torch.allclose(y, expected, atol=1e-6)  # the packed product (or the addmm) is the layer's product
 
 
 def test_one_thread_holds_while_another_session_sets_the_thread_count():

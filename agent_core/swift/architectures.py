@@ -154,16 +154,20 @@ def _float_product(flat, layer):
 
 
 def row_major_float_linears(model) -> None:
-    """Compute every float Linear as one product on one thread, in place: over oneDNN's packed layout of the
-    weight where torch has oneDNN, else over the weight transposed and contiguous (in x out) as one addmm.
+    """Compute every float Linear as one product, in place: over oneDNN's packed layout of the weight where torch
+    has oneDNN, on the call's threads; else over the weight transposed and contiguous (in x out) as one addmm, on
+    one thread.
 
     Two reasons. With Swift's small batches (10 beams), torch's `F.linear` takes about twice as long for the output
-    layer (10 x 384 -> 2,915 words) as either. And a float product's result depends on the number of threads: MKL
-    splits it differently on 1 and 2 threads (on some CPUs even in the transposed layout: an AMD EPYC gave a
-    different last bit for the 10 x 384 -> 384 layer), so these layers run on one thread (`one_thread`), as the
-    decoder's attention does; the int8 layers (int32 sums), layer norms and the encoder give the same bits on any
-    thread count, so Swift may use whatever cores are free without changing a single choice (`SwiftModel` picks
-    them per call). Small products: one thread costs little. The int8 layers are left alone: call this after
+    layer (10 x 384 -> 2,915 words) as either. And a float product's result may depend on the number of threads:
+    MKL splits it differently on 1 and 2 threads (on some CPUs even in the transposed layout: an AMD EPYC gave a
+    different last bit for the 10 x 384 -> 384 layer), so the addmm runs on one thread (`one_thread`), as the
+    decoder's attention over a few rows does. oneDNN's packed product splits rows and columns, never the sums: the
+    same bits on 1 and 2 threads for 1-40, 50, 64, ... 1,000 rows of 384 -> 384, 2,915 and 1,536 and 1,536 -> 384
+    (torch 2.13.0, AMD EPYC with AVX-512), which lets the focus scoring's few hundred rows use both cores. The int8
+    layers (int32 sums), layer norms and the encoder give the same bits on any thread count too, so Swift may use
+    whatever cores are free without changing a single choice (`SwiftModel` picks them per call;
+    `test_swift_gives_the_same_numbers_on_one_or_two_threads`). The int8 layers are left alone: call this after
     `quantize_int8`. A packed layer cannot be deep-copied (oneDNN's tensors have no storage); copy the model first."""
     import torch
 
@@ -177,8 +181,11 @@ def row_major_float_linears(model) -> None:
 
         def forward(self, x):
             flat = x.reshape(-1, self.in_features).contiguous()
-            with one_thread():
+            if self.packed is not None:  # oneDNN: the same bits on any thread count, so the call's cores
                 y = _float_product(flat, self)
+            else:
+                with one_thread():
+                    y = _float_product(flat, self)
             return y.view(*x.shape[:-1], self.out_features)
 
     for parent in list(model.modules()):

@@ -20,9 +20,9 @@ Decoding gives three things per step (docs/AGENT.md §2 and the controller's nee
 On a CPU the model runs with int8 dynamic quantization of its linear layers (`quantize="int8"`): about 2.3x
 faster per step; docs/BENCHMARKS.md has its effect on the agent's score. Every computation Swift makes gives the
 same numbers on 1 and on 2 threads (the few whose result a CPU's math library splits by thread count, the float
-products and the decoder's attention, run on one thread: `one_thread`), so each call takes the cores that are free
-(`free_cores`, at most 2 by default; when it starts, and more between its phases) without changing what Swift
-chooses.
+products and the decoder's attention over query blocks of fewer than 8 rows, run on one thread: `one_thread`,
+`attention_threads`), so each call takes the cores that are free (`free_cores`, at most 2 by default; when it
+starts, and more between the encoder's layers and its phases) without changing what Swift chooses.
 
 The tokenizers are in tokenizer.py, the architectures' builders, loading and quantization in architectures.py;
 every name stays importable from here.
