@@ -194,6 +194,25 @@ def row_major_float_linears(model) -> None:
                 setattr(parent, name, _RowMajor(child))
 
 
+def gelu_in_place(model) -> None:
+    """The feed-forward's GELU (exact, erf) of every BERT layer computed in place on its input, which is the fresh
+    output of the layer before and read by nothing else: the same numbers without a new (tokens x 1,536) tensor
+    per layer (0.8 ms of a ~24 ms encoder call, paired A/B over the 72 recorded states). Inference only."""
+    import torch
+    import torch.nn.functional as F
+
+    class _InPlaceGelu(torch.nn.Module):
+        act = staticmethod(torch.ops.aten.gelu_)  # what beam.py's decoder step calls
+
+        def forward(self, x):
+            return torch.ops.aten.gelu_(x)
+
+    for mod in list(model.modules()):
+        fn = getattr(mod, "intermediate_act_fn", None)
+        if type(mod).__name__ == "BertIntermediate" and getattr(fn, "act", None) is F.gelu:
+            mod.intermediate_act_fn = _InPlaceGelu()
+
+
 def quantize_int8(model) -> None:
     """int8 dynamic quantization of the linear layers, in place (weights int8, activations quantized per
     call); the output layer stays float, its logits rank the actions."""

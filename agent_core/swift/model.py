@@ -46,6 +46,7 @@ from .architectures import (  # noqa: F401 - re-exported
     build_minilm_seq2seq,
     build_t5,
     freeze_encoder_layers,
+    gelu_in_place,
     is_minilm,
     load_seq2seq,
     one_thread,
@@ -234,6 +235,7 @@ class SwiftModel:
         elif self.quantize != "none":
             raise ValueError(f"unknown quantize={quantize!r}: use 'int8' or 'none'")
         row_major_float_linears(self.model)
+        gelu_in_place(self.model)
         self.unconstrained_beams = unconstrained_beams
         self.eos = eos_id(self.tokenizer)
         self.path = path
