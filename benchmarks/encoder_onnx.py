@@ -48,7 +48,7 @@ def main() -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from onnxruntime.transformers import optimizer
 
-    from agent_core.swift.model import SwiftModel
+    from agent_core.swift.model import DEFAULT_DIR, SwiftModel, load_seq2seq
 
     class Encoder(torch.nn.Module):
         def __init__(self, enc):
@@ -58,7 +58,8 @@ def main() -> None:
         def forward(self, input_ids, attention_mask):
             return self.enc(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
 
-    float_enc = Encoder(SwiftModel(quantize="none").model.encoder).eval()
+    # the checkpoint's own float encoder (SwiftModel's holds oneDNN's packed weights, which ONNX cannot export)
+    float_enc = Encoder(load_seq2seq(DEFAULT_DIR)[1].encoder).eval()
     int8_enc = Encoder(SwiftModel(quantize="int8").model.encoder).eval()
     vocab = float_enc.enc.config.vocab_size
     ids = torch.randint(100, vocab - 1, (1, args.tokens), generator=torch.Generator().manual_seed(0))

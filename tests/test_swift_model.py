@@ -456,3 +456,52 @@ def test_the_lazy_prefix_tree_allows_what_the_valid_actions_continue_with():
         assert sorted(trie.next_tokens(list(p))) == want
         assert sorted(trie.next_ids(list(p), eos).tolist()) == (want or [eos])
     assert trie.next_ids([3], eos) is trie.next_ids([3], eos)  # held by the node
+
+
+def test_thread_free_kernels_give_the_same_bits():
+    """What Swift runs on the call's cores instead of one thread must give the same bits on 1 and 2 threads: oneDNN's
+    packed float products (Swift's output layer, 10 and 400 rows; the shapes of a float model's layers) and flash
+    attention over a query block of at least SAME_BITS_QUERY_ROWS rows (the decoder's cross-attention), while the
+    few-row attention that is not run that way stays on one thread whatever torch's setting."""
+    import torch
+    import torch.nn.functional as F
+
+    import agent_core.swift.architectures as arch
+
+    if not torch.backends.mkldnn.is_available():
+        pytest.skip("this torch has no oneDNN")
+    before = torch.get_num_threads()
+    gen = torch.Generator().manual_seed(0)
+
+    def on(threads: int, fn):
+        torch.set_num_threads(threads)
+        try:
+            return fn()
+        finally:
+            torch.set_num_threads(before)
+
+    for k, n in ((384, 2915), (384, 384), (384, 1536), (1536, 384)):
+        layer = torch.nn.Sequential(torch.nn.Linear(k, n))
+        arch.row_major_float_linears(layer)
+        for rows in (1, 3, 10, 64, 400):
+            x = torch.randn(rows, k, generator=gen)
+            with torch.inference_mode():
+                assert torch.equal(on(1, lambda: layer(x)), on(2, lambda: layer(x))), (k, n, rows)
+    for rows in (arch.SAME_BITS_QUERY_ROWS, 10, 24, 320):
+        q = torch.randn(1, 12, rows, 32, generator=gen)
+        kv = torch.randn(2, 1, 12, 300, 32, generator=gen)
+        attend = lambda: F.scaled_dot_product_attention(q, kv[0], kv[1], scale=0.17)  # noqa: E731
+        assert torch.equal(on(1, attend), on(2, attend)), rows
+    seen = []
+    torch.set_num_threads(2)
+    try:
+        with arch.attention_threads(arch.SAME_BITS_QUERY_ROWS - 1):
+            seen.append(torch.get_num_threads())
+        with arch.attention_threads(arch.SAME_BITS_QUERY_ROWS):
+            seen.append(torch.get_num_threads())
+        torch.set_num_threads(arch.CHECKED_THREADS + 1)  # more than was ever checked: one thread
+        with arch.attention_threads(100):
+            seen.append(torch.get_num_threads())
+    finally:
+        torch.set_num_threads(before)
+    assert seen == [1, 2, 1]

@@ -34,6 +34,7 @@ import math
 import os
 import threading
 import time
+import weakref
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache, wraps
@@ -42,6 +43,7 @@ from typing import Sequence
 
 from ..actions import action_key, is_focus, never_a_focus_target  # noqa: F401 - action_key re-exported: the one normalisation
 from .architectures import (  # noqa: F401 - re-exported
+    CHECKED_THREADS,
     attention_threads,
     build_minilm_seq2seq,
     build_t5,
@@ -257,8 +259,9 @@ class SwiftModel:
             use_shared_attention(self.model.decoder)
         # between the encoder's layers too: a call that starts on one core (right after a step, the JVM's compiler
         # threads hold the other for ~10 ms) takes the second for the rest of the encoder, not only after it
+        more = weakref.WeakMethod(self._more_cores)  # the model does not keep its SwiftModel alive
         for layer in getattr(getattr(self.model.get_encoder(), "encoder", None), "layer", [])[1:]:
-            layer.register_forward_pre_hook(lambda _mod, _args: self._more_cores())
+            layer.register_forward_pre_hook(lambda _mod, _args: (m := more()) and m())
 
     @contextmanager
     def _cores(self):
@@ -516,10 +519,6 @@ class SwiftModel:
                              latency_s=time.perf_counter() - t0, focus=focus,
                              focus_margin=None if margin is None else round(margin, 4))
 
-
-# Swift's numbers are checked to be the same, bit for bit, on 1 and on 2 threads (this project's machine:
-# test_swift_gives_the_same_numbers_on_one_or_two_threads); `swift.threads = 0` takes at most this many
-CHECKED_THREADS = 2
 
 
 @lru_cache(maxsize=1)
