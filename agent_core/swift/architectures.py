@@ -111,9 +111,10 @@ def one_thread():
 
 
 # A query block of at least this many rows: torch's CPU flash attention gave the same bits on 1 and 2 threads;
-# blocks of 1-3 rows differ in a last bit (as if the keys were split between threads). Checked on torch 2.13.0, AMD EPYC with AVX-512: 48 random cases for each block
-# size from 4 to 24 rows (5 to 1,024 keys), none differed; 1, 2 and 3 rows differed in 30, 6 and 30 of 48.
-# A margin over 4; `test_swift_gives_the_same_numbers_on_one_or_two_threads` checks the result.
+# blocks of 1-3 rows differ in a last bit (as if the keys were split between threads). Checked on torch 2.13.0, AMD
+# EPYC with AVX-512: 48 random cases for each block size from 4 to 24 rows (5 to 1,024 keys), none differed; 1, 2
+# and 3 rows differed in 30, 6 and 30 of 48. A margin over 4; `test_thread_free_kernels_give_the_same_bits` and
+# `test_swift_gives_the_same_numbers_on_one_or_two_threads` check the result.
 SAME_BITS_QUERY_ROWS = 8
 
 

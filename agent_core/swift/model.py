@@ -293,8 +293,8 @@ class SwiftModel:
 
     def _more_cores(self) -> None:
         """Between the phases of an outermost call (the encoder's layers, search, focus scoring): take the cores that
-        have come free since it began. Right after a step the JVM's compiler threads hold a core for ~10 ms, less than the
-        encoder takes; the numbers are the same on any thread count, so only the time changes."""
+        have come free since it began. Right after a step the JVM's compiler threads hold a core for ~10 ms, less
+        than the encoder takes; the numbers are the same on any thread count, so only the time changes."""
         import torch
 
         local = self._local
