@@ -3,8 +3,8 @@ recorded actions are played again in the real game (the valid actions asked befo
 them, so the game names objects as it did), and at each drop the action is checked under
 srm.gate1_unseen_by = "tree" by the code it runs at. A drop that code lets through is one an earlier rule made (the
 text-only rule; before 82367b7, also the one that missed identical objects' other names) and the current rule would
-not: that episode plays differently from there on, and its pair is to be played again. A replay whose room text parts from the record is
-reported and not judged.
+not: that episode plays differently from there on, and its pair is to be played again. A replay whose room text
+parts from the record is reported and not judged.
 
     .venv/bin/python benchmarks/unseen_drops.py assets/evaluations/cpu-30x2x30 --presets srm full
 """
