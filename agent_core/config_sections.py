@@ -227,6 +227,10 @@ class AMMConfig:
     t3_repeat_invalid: int = 2
     recent_window: int = 10  # "recent" for T3 (invalid actions) and T4 (did actions fail?): the last 10 steps
     # --- T4: every Sage planning call gets at most this many records under a "hints" header
+    # false: only memories of earlier episodes, as the header says. true (the earlier rule): this episode's own
+    # records too, its stored plans among them, which the 1.5B model copied into its next plan word for word
+    # (13 of 13 plan calls with such a hint on dev variations), clipped "..." included, so the plan never moved on
+    t4_this_episode: bool = False
     sage_max_records: int = 5
     sage_record_chars: int = 240  # per-record cap
     sage_block_chars: int = 1400  # per-block cap (records are dropped from the end, whole)

@@ -573,7 +573,7 @@ class MemoryStream:
     # ------------------------------------------------------------------ retrieval
 
     def _eligible(self, types: Any, tags: Any, tasks: Any, episodes: Any,
-                  exclude_ids: Iterable[str] | None) -> np.ndarray | None:
+                  exclude_ids: Iterable[str] | None, exclude_episodes: Any = None) -> np.ndarray | None:
         """Boolean mask over rows, or None when nothing is filtered."""
         n = self._m.n
         mask: np.ndarray | None = None
@@ -596,6 +596,13 @@ class MemoryStream:
                                    (episodes, self._m.episode_code, self._m.episodes)):
             if (vv := _values(values)) is not None:
                 narrow(col, [codes.code[v] for v in vv if v in codes.code] or [-1])
+        if (xv := _values(exclude_episodes)) is not None:
+            codes = [self._m.episodes.code[v] for v in xv if v in self._m.episodes.code]
+            if codes:
+                lut = np.zeros(max([int(self._m.episode_code[:n].max(initial=0)), *codes]) + 2, dtype=bool)
+                lut[codes] = True
+                keep = ~lut[self._m.episode_code[:n]]
+                mask = keep if mask is None else mask & keep
         if exclude_ids:
             rows = [self._m.row[i] for i in exclude_ids if i in self._m.row]
             if rows:
@@ -608,10 +615,12 @@ class MemoryStream:
                  task: str | Sequence[str] | None = None, episode: str | Sequence[str] | None = None,
                  weights: Mapping[str, float] | None = None, update_access: bool = True,
                  query_embedding: np.ndarray | None = None,
-                 exclude_ids: Iterable[str] | None = None, exhaustive: bool = False) -> RetrievalResult:
+                 exclude_ids: Iterable[str] | None = None, exhaustive: bool = False,
+                 exclude_episode: str | Sequence[str] | None = None) -> RetrievalResult:
         """Top-k memories by recency + importance + relevance with every candidate's breakdown.
 
-        Filters (types, tags, task, episode) restrict the candidates and so the normalization set.
+        Filters (types, tags, task, episode; exclude_episode: none of these episodes') restrict the candidates and
+        so the normalization set.
         `exhaustive=True` scores every eligible memory (the reference the pre-selection equals).
         """
         t0 = time.perf_counter()
@@ -619,7 +628,8 @@ class MemoryStream:
         k = c.top_k if k is None else int(k)
         w = scoring.check_weights(weights if weights is not None else c.weights)
         filters = {key: v for key, v in (("types", _values(types)), ("tags", _values(tags)),
-                                         ("task", _values(task)), ("episode", _values(episode)))
+                                         ("task", _values(task)), ("episode", _values(episode)),
+                                         ("exclude_episode", _values(exclude_episode)))
                    if v is not None}
         result = RetrievalResult(query=query, trigger=trigger, now=float(now), weights=w, candidates=[],
                                  top_ids=[], k=k, filters=filters, decay=c.recency_decay)
@@ -628,7 +638,7 @@ class MemoryStream:
         q = q / max(float(np.linalg.norm(q)), 1e-12)
         with self._lock:
             n = self._m.n
-            mask = self._eligible(types, tags, task, episode, exclude_ids) if n else None
+            mask = self._eligible(types, tags, task, episode, exclude_ids, exclude_episode) if n else None
             n_e = n if mask is None else int(np.count_nonzero(mask))
             result.eligible = n_e
             if n_e == 0 or k <= 0:

@@ -243,3 +243,23 @@ def test_preselection_equals_exhaustive_scoring(tmp_path, seed, indexed):
             created = np.append(created, [now] * 3)
     # the bound held before a full scan was needed; with the index, its first round nearly always settles it
     assert methods <= {"indexed", "preselect"} and ("indexed" in methods) == indexed
+
+
+def test_a_retrieval_can_leave_out_whole_episodes(tmp_path):
+    """exclude_episode: none of those episodes' memories is a candidate, and the normalization set shrinks with it."""
+    rng = np.random.default_rng(5)
+    emb = rng.normal(size=(12, 384)).astype(np.float32)
+    s = MemoryStream(MemoryConfig(), path=tmp_path / "x")
+    s.add_many([dict(description=f"m{i}", now=i, importance=1 + i % 5, task="boil", episode=("a", "b", "c")[i % 3])
+                for i in range(12)], emb)
+    everyone = s.retrieve("", now=20, k=12, query_embedding=emb[0], update_access=False)
+    assert {c.episode for c in everyone.candidates} == {"a", "b", "c"}
+    left = s.retrieve("", now=20, k=12, query_embedding=emb[0], update_access=False, exclude_episode="a")
+    assert {c.episode for c in left.candidates} == {"b", "c"} and left.eligible == 8
+    assert left.filters["exclude_episode"] == ["a"]
+    both = s.retrieve("", now=20, k=12, query_embedding=emb[0], update_access=False, exclude_episode=["a", "c"],
+                      task="boil")
+    assert {c.episode for c in both.candidates} == {"b"}
+    unknown = s.retrieve("", now=20, k=12, query_embedding=emb[0], update_access=False, exclude_episode="zzz")
+    assert unknown.eligible == 12
+    s.close()

@@ -29,11 +29,15 @@ from .salience import StepFacts, content_key, importance, record_extra, record_t
 from .stats import EpisodeMemoryStats
 from .store import StoreUnavailable, open_agent_store, open_server_store, prepare_store
 
-__all__ = ["CRITIC_HEADER", "SAGE_HEADER", "WORKED", "EpisodeMemoryStats", "EpisodicMemory"]
+__all__ = ["CRITIC_HEADER", "SAGE_HEADER", "SAGE_HEADER_THIS_EPISODE", "WORKED", "EpisodeMemoryStats", "EpisodicMemory"]
 
 WORKED = ("success", "near-miss")
 SAGE_HEADER = ("Memories from earlier episodes (hints only, they may be wrong: the current observation, inventory "
                "and valid actions come first; never focus on an object only because a memory names it):")
+# amm.t4_this_episode = true: the block may hold this episode's own records, and the header says so
+SAGE_HEADER_THIS_EPISODE = ("Memories from earlier episodes and from earlier in this one (hints only, they may be "
+                            "wrong: the current observation, inventory and valid actions come first; never focus on "
+                            "an object only because a memory names it):")
 CRITIC_HEADER = "Evidence from memory (hints only; the current observation and the constraints come first):"
 
 
@@ -184,14 +188,16 @@ class EpisodicMemory:
              f" | RECENT: {recent}")
         return q + (f" | ACTION: {attempted}" if attempted else "")
 
-    def _retrieve(self, trigger: str, why: str, query: str, tags: Sequence[str], step: int) -> MemoryRetrieval:
+    def _retrieve(self, trigger: str, why: str, query: str, tags: Sequence[str], step: int,
+                  earlier_episodes_only: bool = False) -> MemoryRetrieval:
         r = MemoryRetrieval(trigger=trigger, why=why, query=query)
         t0 = time.perf_counter()
         try:
             stream = self._check()
             weights = {"recency": 0.0, "importance": 0.0, "relevance": 1.0} if self.c.scoring == "relevance" else None
             r.result = stream.retrieve(query, self.now(step), self.c.retrieve_pool, trigger=trigger, tags=list(tags),
-                                       task=self.task if self.c.same_task_only else None, weights=weights)
+                                       task=self.task if self.c.same_task_only else None, weights=weights,
+                                       exclude_episode=self.run_id if earlier_episodes_only else None)
         except Exception as e:  # noqa: BLE001
             r.error = f"retrieval failed, nothing injected: {type(e).__name__}: {e}"
         r.elapsed_ms = round((time.perf_counter() - t0) * 1000, 2)
@@ -274,7 +280,10 @@ class EpisodicMemory:
         """Every Sage planning call: at most `sage_max_records` hints, worked records first."""
         tags = list(WORKED) + ["insight", "plan"] + (["avoidance"] if actions_failed else [])
         why = "Sage is planning" + (" (recent actions failed: avoidance records too)" if actions_failed else "")
-        r = self._retrieve("T4", why, self.query(room, inventory, history), tags, step)
+        mine = self.c.t4_this_episode
+        why += "" if mine else "; memories of earlier episodes only"
+        header = SAGE_HEADER_THIS_EPISODE if mine else SAGE_HEADER
+        r = self._retrieve("T4", why, self.query(room, inventory, history), tags, step, earlier_episodes_only=not mine)
         try:
             per_type = {**{t: self.c.sage_max_records for t in tags}, **{
                 k: int(v) for k, _, v in (s.partition(":") for s in self.c.sage_max_per_type)}}
@@ -282,12 +291,12 @@ class EpisodicMemory:
             lines: list[str] = []
             for cand, extra in picked:
                 line = self._sage_line(cand, extra)
-                if len(SAGE_HEADER) + sum(len(x) + 1 for x in lines) + len(line) > self.c.sage_block_chars:
+                if len(header) + sum(len(x) + 1 for x in lines) + len(line) > self.c.sage_block_chars:
                     break  # the block cap drops whole records, from the end of the fixed order
                 lines.append(line)
                 r.injected_ids.append(cand.id)
             if lines:
-                r.injected_text, r.injected_into = SAGE_HEADER + "\n" + "\n".join(lines), "sage"
+                r.injected_text, r.injected_into = header + "\n" + "\n".join(lines), "sage"
         except Exception as e:  # noqa: BLE001
             r.error, r.injected_text, r.injected_into, r.injected_ids = \
                 f"formatting failed: {type(e).__name__}: {e}", "", "", []
