@@ -40,17 +40,17 @@ _now: dict = {"job": None, "step": 0, "in_view_block": None}
 
 
 def in_view_block(mem: EpisodicMemory, r) -> str:
-    """The T4 block Sage would get with only the records whose action names objects in view."""
+    """The T4 block Sage would get with only the injected records whose action names objects in view."""
     look, inventory = _now.get("look", ""), _now.get("inventory", "")
+    by_id = {c.id: c for c in r.result.top} if r.result is not None else {}
     lines = []
     for cid in r.injected_ids:
         m = mem.stream.get(cid) if mem.stream is not None else None
         extra = m.extra if m is not None else {}
-        if extra.get("action") and episodic_mod.unseen_words(extra["action"], look, inventory, located=False):
+        if cid not in by_id or (extra.get("action") and episodic_mod.unseen_words(extra["action"], look, inventory,
+                                                                                  located=False)):
             continue
-        line = next((x for x in r.injected_text.splitlines()[1:] if extra.get("action") and extra["action"] in x), None)
-        if line:
-            lines.append(line)
+        lines.append(mem._sage_line(by_id[cid], extra))
     return SAGE_HEADER + "\n" + "\n".join(lines) if lines else ""
 
 
