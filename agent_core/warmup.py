@@ -6,7 +6,8 @@
 
 The episodes are not scored. They run the `amm` preset starting from an empty store (so nothing shipped
 is read), on the train split only. By default Sage is off: on 2 CPU cores a Sage call of the embedded LLM
-takes ~20 s (p50) and a 100-step episode makes dozens, so 60 episodes would take most of a day; Swift, the salience gate and T1 run as always.
+takes ~20 s (p50) and a 100-step episode makes dozens, so 60 episodes would take most of a day; Swift, the
+salience gate and T1 run as always.
 `--reflect` adds GA reflection between episodes with the chosen LLM. Progress is kept in
 <store>/warmup_progress.json: run it again to continue where it stopped.
 """

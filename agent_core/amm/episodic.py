@@ -29,7 +29,8 @@ from .salience import StepFacts, content_key, importance, record_extra, record_t
 from .stats import EpisodeMemoryStats
 from .store import StoreUnavailable, open_agent_store, open_server_store, prepare_store
 
-__all__ = ["CRITIC_HEADER", "SAGE_HEADER", "SAGE_HEADER_THIS_EPISODE", "WORKED", "EpisodeMemoryStats", "EpisodicMemory"]
+__all__ = ["CRITIC_HEADER", "SAGE_HEADER", "SAGE_HEADER_THIS_EPISODE", "WORKED", "EpisodeMemoryStats",
+           "EpisodicMemory"]
 
 WORKED = ("success", "near-miss")
 SAGE_HEADER = ("Memories from earlier episodes (hints only, they may be wrong: the current observation, inventory "
