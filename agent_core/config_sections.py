@@ -229,7 +229,7 @@ class AMMConfig:
     # --- T4: every Sage planning call gets at most this many records under a "hints" header
     # false: only memories of earlier episodes, as the header says. true (the earlier rule): this episode's own
     # records too, its stored plans among them, which the 1.5B model copied into its next plan word for word
-    # (13 of 13 plan calls with such a hint on dev variations), clipped "..." included, so the plan never moved on
+    # (14 of 14 plan calls with such a hint on dev variations), clipped "..." included, so the plan never moved on
     t4_this_episode: bool = False
     sage_max_records: int = 5
     sage_record_chars: int = 240  # per-record cap

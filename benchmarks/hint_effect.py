@@ -10,6 +10,7 @@ and Swift alone plays on to the step limit. The same continuation for every pick
 score is the difference that one decision made.
 
     .venv/bin/python benchmarks/hint_effect.py --out /tmp/hint-effect --minutes 90        # resumable
+    .venv/bin/python benchmarks/hint_effect.py --out benchmarks/results/hint-effect-dev --report   # the first run
 
 Writes OUT/decisions.jsonl (one line per Sage call: the three picks and their rollouts) and prints a summary;
 `--report` prints the summary of what is there.
@@ -25,8 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere
 
-from agent_core.amm import episodic as episodic_mod  # noqa: E402
-from agent_core.amm.episodic import SAGE_HEADER, EpisodicMemory  # noqa: E402
+from agent_core.amm.episodic import SAGE_HEADER, EpisodicMemory, names_only_in_view  # noqa: E402
 from agent_core.controller import Agent  # noqa: E402
 from agent_core.evaluate.paired import t_interval  # noqa: E402
 from agent_core.evaluate.runner import EpisodeRunner  # noqa: E402
@@ -47,8 +47,7 @@ def in_view_block(mem: EpisodicMemory, r) -> str:
     for cid in r.injected_ids:
         m = mem.stream.get(cid) if mem.stream is not None else None
         extra = m.extra if m is not None else {}
-        if cid not in by_id or (extra.get("action") and episodic_mod.unseen_words(extra["action"], look, inventory,
-                                                                                  located=False)):
+        if cid not in by_id or (extra.get("action") and not names_only_in_view(extra, look, inventory)):
             continue
         lines.append(mem._sage_line(by_id[cid], extra))
     return SAGE_HEADER + "\n" + "\n".join(lines) if lines else ""

@@ -209,7 +209,7 @@ def test_t4_injects_at_most_5_records_after_the_state(two_episodes):
 @pytest.mark.parametrize("this_episode", [False, True])
 def test_t4_leaves_out_this_episodes_own_plan_unless_asked(tmp_path, this_episode):
     """Sage's stored plan came back as a hint in its next call and the model copied it word for word, clipped
-    '...' included (13 of 13 such calls on dev variations): T4 reads earlier episodes only (`amm.t4_this_episode`)."""
+    '...' included (14 of 14 such calls on dev variations): T4 reads earlier episodes only (`amm.t4_this_episode`)."""
     from agent_core.amm import EpisodicMemory
     from agent_core.amm.episodic import SAGE_HEADER_THIS_EPISODE
 

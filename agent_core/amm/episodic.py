@@ -42,6 +42,11 @@ SAGE_HEADER_THIS_EPISODE = ("Memories from earlier episodes and from earlier in 
 CRITIC_HEADER = "Evidence from memory (hints only; the current observation and the constraints come first):"
 
 
+def names_only_in_view(extra: dict, look: str, inventory: str) -> bool:
+    """A record's action names only objects in the room text or the inventory (T1's `in_view` rule)."""
+    return bool(extra.get("action")) and not unseen_words(extra["action"], look, inventory, located=False)
+
+
 class EpisodicMemory:
     """The agent's episodic memory for one store; `start_episode` before each episode. It keeps no episode state
     of its own: the caches (T2 / T3 evidence, T3's fired actions, what this episode wrote) are in the agent's state
@@ -259,10 +264,9 @@ class EpisodicMemory:
         r = self._retrieve("T1", f"Swift's top action '{swift_top1}' is not valid here",
                            self.query(room, inventory, history, swift_top1), WORKED, step)
         try:
-            def in_view(extra: dict) -> bool:
-                return bool(extra.get("action")) and not unseen_words(extra["action"], look, inventory, located=False)
             picked = self._picked(r, self.c.swift_max_records,
-                                  keep=in_view if self.c.swift_memory_objects == "in_view" and (look or inventory) else None)
+                                  keep=(lambda extra: names_only_in_view(extra, look, inventory))
+                                  if self.c.swift_memory_objects == "in_view" and (look or inventory) else None)
             if picked:
                 r.injected_ids = [c.id for c, _ in picked]
                 r.injected_text = "; Memory: [" + " | ".join(self._swift_line(c, e) for c, e in picked) + "]"
