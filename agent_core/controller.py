@@ -132,12 +132,13 @@ class Agent(Switching, BufferTurn, SageTurn, SwiftTurn, SRMHooks, Continuing):
         return self.writer.path if self.writer else None
 
     def start(self, task: str | int, variation: int, split: str | None = "test", run_id: str | None = None,
-              parent: dict | None = None) -> EpisodeHeader:
-        """A new episode and its trace (`runs_dir/<run_id>.jsonl`; by default a timestamped id)."""
+              parent: dict | None = None, look: str | None = None) -> EpisodeHeader:
+        """A new episode and its trace (`runs_dir/<run_id>.jsonl`; by default a timestamped id). `look`: the
+        starting look of the episode this one replays (a fork), so that the world lists its objects in that order."""
         self.finish("stopped")
         if self.env.cfg.step_limit != self.cfg.env.step_limit:  # a shared env plays by this agent's step limit
             self.env.cfg = dataclasses.replace(self.env.cfg, step_limit=self.cfg.env.step_limit)
-        obs = self.env.reset(task, variation, split=split)
+        obs = self.env.reset(task, variation, split=split, look=look)
         info = self.env.task
         self._init_episode(obs)
         seed_everything(self.cfg.seed)

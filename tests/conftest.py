@@ -1,6 +1,7 @@
 """Shared fixtures: one real ScienceWorld JVM per test session (starting one costs seconds)."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -48,6 +49,32 @@ def sw_env():
     env = ScienceWorld()
     yield env
     env.close()
+
+
+@pytest.fixture
+def reorder_cups(monkeypatch):
+    """ScienceWorld's rare reset of chemistry-mix-paint that lists its wood cups in another order (about 1 load in
+    50), made to happen on an env's next n loads: reorder_cups(env, n)."""
+    def arm(env, n: int) -> None:
+        real, loads = env._load, []
+
+        def load():
+            real()
+            loads.append(1)
+            if len(loads) <= n:
+                lines = env.last.look.splitlines()
+                cups = [i for i, line in enumerate(lines) if "wood cup" in line]
+                lines[cups[0]], lines[cups[-1]] = lines[cups[-1]], lines[cups[0]]
+                env.last = dataclasses.replace(env.last, look="\n".join(lines))
+        monkeypatch.setattr(env, "_load", load)
+    return arm
+
+
+def usual_look(env, task: str, variation: int) -> str:
+    """The order in which a task's start is usually listed (the look of two loads in three; see reorder_cups)."""
+    from collections import Counter
+
+    return Counter(env.reset(task, variation).look for _ in range(3)).most_common(1)[0][0]
 
 
 @pytest.fixture(autouse=True)

@@ -15,6 +15,7 @@ from agent_core.env import catalog
 from agent_core.episode import ReplayError, apply, digest, fold, initial_state
 from agent_core.llm import ScriptedBackend
 from agent_core.trace import StepRecord, TraceWriter, canonical, read_episode
+from tests.conftest import usual_look
 
 pytestmark = [pytest.mark.jvm, pytest.mark.model, pytest.mark.slow]
 
@@ -348,6 +349,51 @@ def test_a_trace_records_the_code_and_config_and_a_strict_resume_refuses_a_chang
     _ = TraceWriter  # the writer is what resume reopens
 
 
+def test_resume_and_fork_load_again_when_the_cups_come_in_another_order(tmp_path, sw_env, reorder_cups):
+    """ScienceWorld now and then starts this task with its wood cups listed in another order, and the order decides
+    which cup a menu number picks: a resume (which refused with 'the task starts in another state') and a fork load
+    the task again until the order is the recorded one."""
+    task = "chemistry-mix-paint-secondary-color"
+    v = catalog().get(task).test[0]
+    moves = ["open cupboard", "look at table", "look around"]
+
+    def agent(root):
+        return Agent(preset("swift"), ScriptedSwift(lambda state, valid: moves[len(state.history)]), _llm(False),
+                     env=sw_env, runs_dir=root)
+
+    a = agent(tmp_path)
+    a.start(task, v, split="test", run_id="run", look=usual_look(sw_env, task, v))  # (a rare order is not found again)
+    a.step()
+    a.step()
+    ep = read_episode(tmp_path / "run.jsonl")
+    reorder_cups(sw_env, 1)
+    b = agent(tmp_path)
+    b.resume(ep)
+    # (>= : the JVM's own reorders, about 1 load in 50, may add to the one made here)
+    assert sw_env.reorders >= 1 and sw_env.initial_look == ep.header.initial_look
+    assert digest(b.state) == digest(a.state)
+    assert "more time(s) until it listed its objects in the recorded order" in b.env.events[-1].detail
+    b.step()
+    assert [r.action for r in b.records] == moves
+    reorder_cups(sw_env, 2)
+    f = agent(tmp_path / "fork")
+    f.fork(read_episode(tmp_path / "run.jsonl"), 2)
+    assert sw_env.reorders >= 2 and f.env.initial_look == ep.header.initial_look
+    # a room that differs in more than order is still refused, and the message says where
+    wrong = read_episode(tmp_path / "run.jsonl")
+    wrong.header.initial_look = ep.header.initial_look.replace("glass cup", "tin cup")
+    wrong.summary = None
+    with pytest.raises(ReplayError, match="line 5: now .*glass cup.* recorded .*tin cup"):
+        agent(tmp_path).resume(wrong)
+    # and an episode recorded in an order the loads do not give again is refused with the reason
+    lines = ep.header.initial_look.splitlines()
+    cups = [i for i, line in enumerate(lines) if "wood cup" in line]
+    lines[cups[0]], lines[cups[-1]] = lines[cups[-1]], lines[cups[0]]
+    wrong.header.initial_look = "\n".join(lines)
+    with pytest.raises(ReplayError, match="recorded in such a rare order"):
+        agent(tmp_path).resume(wrong)
+
+
 def test_a_resume_keeps_the_menu_options_already_tried(tmp_path, sw_env, seed_store):
     """The ambiguity menu: after a resume a repeated menu still gets an option not tried before (menu_tried was
     lost, so the same option came back)."""
@@ -364,14 +410,15 @@ def test_a_resume_keeps_the_menu_options_already_tried(tmp_path, sw_env, seed_st
         cfg = apply_overrides(preset("srm"), {"srm.critic_enabled": False})
         return Agent(cfg, ScriptedSwift(in_turn), _llm(False), env=sw_env, runs_dir=root)
 
+    usual = usual_look(sw_env, task, catalog().get(task).test[0])  # a resume finds it again (see usual_look)
     ref = agent(tmp_path / "ref")
-    ref.start(task, catalog().get(task).test[0], split="test", run_id="run")
+    ref.start(task, catalog().get(task).test[0], split="test", run_id="run", look=usual)
     ref.run(max_steps=12)
     answered = [r for r in ref.records if r.menu and r.menu.chosen >= 0]
     assert answered, "no menu was answered: the scenario needs one"
     k = answered[0].step
     b = agent(tmp_path / "b")
-    b.start(task, catalog().get(task).test[0], split="test", run_id="run")
+    b.start(task, catalog().get(task).test[0], split="test", run_id="run", look=usual)
     for _ in range(k):
         b.step()
     c = agent(tmp_path / "b")

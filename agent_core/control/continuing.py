@@ -7,7 +7,7 @@ import time
 from typing import Callable, Sequence
 
 from ..episode import ReplayError, apply, check, digest, resume_problem
-from ..episode.replay import fork_state, provenance_changes, same_settings
+from ..episode.replay import first_difference, fork_state, provenance_changes, same_settings
 from ..provenance import machine, seed_everything
 from ..trace import EnvEvent, EpisodeHeader, StepRecord, TraceWriter
 
@@ -58,10 +58,10 @@ class Continuing:
         self.finish("stopped")
         if self.env.cfg.step_limit != self.cfg.env.step_limit:
             self.env.cfg = dataclasses.replace(self.env.cfg, step_limit=self.cfg.env.step_limit)
-        obs = self.env.reset(h.task, h.variation, split=h.split or None)
+        obs = self.env.reset(h.task, h.variation, split=h.split or None, look=h.initial_look or None)
         if obs.look.strip() != (h.initial_look or obs.look).strip():
             raise ReplayError(f"replay diverged at step 0: the task starts in another state than recorded "
-                              f"({obs.look[:120]!r} vs {h.initial_look[:120]!r})")
+                              f"({first_difference(obs.look, h.initial_look)})")
         self._init_episode(obs)
         seed_everything(self.cfg.seed)
         if self.amm is not None:
@@ -92,7 +92,9 @@ class Continuing:
             f"resumed after step {len(steps)}: a fresh JVM replayed {len(steps)} recorded actions in {replay_s:.1f} s "
             f"and every observation and state matched" + ("; a half-written last line was dropped" if dropped else "")
             + (f"; the memory store lost {rewound['removed']} record(s) of the unfinished step" if rewound.get("removed")
-               else "") + (f"; changed since recorded: {'; '.join(changes)}" if changes else "")
+               else "")
+            + (f"; the task was loaded {self.env.reorders} more time(s) until it listed its objects in the recorded "
+               f"order" if self.env.reorders else "") + (f"; changed since recorded: {'; '.join(changes)}" if changes else "")
             + ("" if not steps or steps[-1].after is not None else
                "; the trace predates the state digest, so the buffer's failure count and a waiting Critic report "
                "could not be rebuilt"))))
@@ -119,7 +121,7 @@ class Continuing:
         info = {"trace": str(parent.path), "run_id": h.run_id, "step": at_step,
                 "preset": (h.config or {}).get("preset", "") if isinstance(h.config, dict) else "",
                 "same_settings": same}
-        header = self.start(h.task, h.variation, split=h.split or None, parent=info)
+        header = self.start(h.task, h.variation, split=h.split or None, parent=info, look=h.initial_look or None)
         if at_step == 0:
             self.state = fork_state(self.state, same)
 

@@ -13,6 +13,19 @@ class ReplayError(RuntimeError):
     the replay diverged from the record (an observation, a score, or the rebuilt state)."""
 
 
+def first_difference(now: str, recorded: str) -> str:
+    """Where a room text replayed now first differs from the recorded one, for a divergence message."""
+    a, b = now.strip().splitlines(), recorded.strip().splitlines()
+    if a != b and sorted(a) == sorted(b):
+        return ("the same objects, listed in another order however often the task was loaded again: ScienceWorld "
+                "now and then lists objects that share a name in another order, and this episode was recorded in such "
+                "a rare order, so it cannot be replayed exactly")
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return f"line {i + 1}: now {x.strip()!r}, recorded {y.strip()!r}"
+    return f"now {len(a)} lines, recorded {len(b)}"
+
+
 def resume_problem(ep: Episode) -> str | None:
     """Why this trace cannot be resumed, or None when it can (no summary, or one that says stopped or error, and a
     last step that did not end the episode)."""
