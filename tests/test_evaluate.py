@@ -226,3 +226,43 @@ def test_a_worker_stops_when_its_evaluation_is_gone():
                           cwd=Path(__file__).resolve().parent.parent, timeout=60,
                           env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
     assert same.returncode == 0  # its parent is alive: it finishes its work
+
+
+def test_an_episode_starts_from_the_listing_its_pair_recorded(tmp_path, monkeypatch):
+    """ScienceWorld now and then lists a task's wood cups in another order; an evaluation's episode loads into the
+    starting look another preset's episode of the same task-variation recorded, so a pair starts alike."""
+    from agent_core.evaluate.runner import EpisodeRunner, paired_start
+    from agent_core.evaluate.spec import EvalSpec, Job
+
+    def header(preset: str, task: str, v: int, look: str) -> None:
+        p = tmp_path / "traces" / preset / f"{task}-v{v}-{preset}.jsonl"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(json.dumps({"kind": "header", "initial_look": look}) + "\n")
+
+    job = Job("srm", "chemistry-mix", 3)
+    assert paired_start(tmp_path, job) is None  # the first of its pairs takes the world as it comes
+    header("srm", "chemistry-mix", 3, "its own")  # its own earlier try is not a pair
+    header("baseline", "chemistry-mix-paint-secondary-color", 3, "another task")  # a longer name, same prefix
+    header("baseline", "chemistry-mix", 30, "another variation")
+    assert paired_start(tmp_path, job) is None
+    (tmp_path / "traces" / "amm").mkdir()
+    (tmp_path / "traces" / "amm" / "chemistry-mix-v3-amm.jsonl").write_text("{half a line")
+    header("baseline", "chemistry-mix", 3, "the cups: red, yellow, blue")
+    assert paired_start(tmp_path, job) == "the cups: red, yellow, blue"
+
+    started = {}
+
+    class Agent:  # what EpisodeRunner.run asks of an agent
+        cfg = type("C", (), {"amm": type("A", (), {"enabled": False})()})()
+
+        def start(self, task, variation, split=None, run_id=None, look=None):
+            started.update(task=task, look=look)
+            raise RuntimeError("stop here")
+
+        def finish(self, *a, **k):
+            return None
+
+    runner = EpisodeRunner(EvalSpec(presets=["srm"]), tmp_path)
+    monkeypatch.setattr(runner, "agent", lambda name: Agent())
+    row = runner.run(job)
+    assert started == {"task": "chemistry-mix", "look": "the cups: red, yellow, blue"} and row["reason"] == "error"

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..trace import read_episode
 from .metrics import episode_metrics
-from .spec import EvalSpec, Job, trace_path
+from .spec import TRACES, EvalSpec, Job, trace_path
 
 
 def episode_state(path: Path) -> str:
@@ -22,6 +22,23 @@ def episode_state(path: Path) -> str:
     except Exception:  # noqa: BLE001 - an unreadable trace is rerun like a half-written one
         return "partial"
     return "done" if ep.summary is not None else "partial"
+
+
+def paired_start(out: Path, job: Job) -> str | None:
+    """The starting look another preset's episode of this task-variation recorded (its header is written when it
+    starts), or None. ScienceWorld now and then lists objects that share a name in another order (agent_core.env:
+    same_lines_reordered); an episode that loads into the look its pair saw starts from the same listing."""
+    for other in sorted(Path(out, TRACES).glob(f"*/{job.task}-v{job.variation}-*.jsonl")):
+        if other.parent.name == job.preset or other.name != f"{job.task}-v{job.variation}-{other.parent.name}.jsonl":
+            continue
+        try:
+            with open(other, encoding="utf-8") as f:
+                look = json.loads(f.readline()).get("initial_look")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if look:
+            return look
+    return None
 
 
 def set_aside(path: Path) -> Path | None:
@@ -84,7 +101,8 @@ class EpisodeRunner:
         t0 = time.perf_counter()
         error = None
         try:
-            agent.start(job.task, job.variation, split=self.spec.split, run_id=job.run_id)
+            agent.start(job.task, job.variation, split=self.spec.split, run_id=job.run_id,
+                        look=paired_start(self.out, job))
             agent.run()
         except Exception as e:  # noqa: BLE001 - recorded in the trace's summary; the evaluation goes on
             error = f"{type(e).__name__}: {e}"
