@@ -21,8 +21,10 @@ from .observation import (  # noqa: F401 - re-exported
     INVALID_ACTION_TEXT,
     Observation,
     _clean_desc,
+    listing,
     parse_menu,
     room_of,
+    same_lines_reordered,
 )
 from .task_catalog import (  # noqa: F401 - re-exported
     CATALOG_PATH,
@@ -43,12 +45,6 @@ log = logging.getLogger(__name__)
 # timing). The order decides which cup a menu number picks, so a replay loads again until the order is the recorded
 # one; an episode recorded in the rare order is not found again this way, and its replay says so.
 RESET_ORDER_TRIES = 8
-
-
-def same_lines_reordered(look: str, recorded: str) -> bool:
-    """The same lines in another order (and so worth another load); False when equal or when the rooms differ."""
-    a, b = look.strip().splitlines(), recorded.strip().splitlines()
-    return a != b and sorted(a) == sorted(b)
 
 
 class EnvError(RuntimeError):
@@ -188,6 +184,12 @@ class ScienceWorld:
         if look is not None:
             self._with_restart(lambda: self._match_look(look))
         self.initial_look = self.last.look  # type: ignore[union-attr]
+        if self.reorders:
+            self.events.append(EnvEvent(kind="reloaded", detail=(
+                f"the task was loaded {self.reorders} more time(s) until it listed its objects in the recorded order"
+                if self.initial_look.strip() == (look or "").strip() else
+                f"the task was loaded {self.reorders} more time(s) and never listed its objects in the recorded "
+                f"order")))
         return self.last  # type: ignore[return-value]
 
     def _load_and_reset(self) -> None:
@@ -220,7 +222,7 @@ class ScienceWorld:
             raise EnvError("reset(..., generate_gold=True) first to get the gold action sequence")
         return list(self._sw.server.getGoldActionSequence())
 
-    def _raw_step(self, action: str, count: bool = True) -> Observation:
+    def _raw_step(self, action: str, count: bool = True, step: int | None = None) -> Observation:
         server = self._sw.server
         text = server.step(action)
         score = float(int(round(100 * server.getScore())))
@@ -231,7 +233,8 @@ class ScienceWorld:
         self._valid_cache = self._names_cache = self._reach_cache = None
         reward = score - self._last_score
         self._last_score = score
-        step = len(self.actions) + (1 if count else 0)
+        if step is None:  # (a replay after a JVM restart names each step: the action log is already whole)
+            step = len(self.actions) + (1 if count else 0)
         failed = score < 0
         done = completed or failed or score >= 100 or (count and step >= self.cfg.step_limit)
         return Observation(
@@ -314,18 +317,23 @@ class ScienceWorld:
         self.close()
         self._start()
         self.restarts += 1
+        order = ""
         if self.task is not None:
+            before = self.last
             self._load()
             self._match_look(self.initial_look)  # the episode's own starting order
+            if self.initial_look and self.last.look.strip() != self.initial_look.strip():  # type: ignore[union-attr]
+                order = "; the new JVM did not list the start in the episode's order, so the replay may differ"
             last = self.last
-            for a in self.actions:
-                last = self._raw_step(a)
+            self.last = before  # until the replay has succeeded
+            for n, a in enumerate(self.actions, 1):
+                last = self._raw_step(a, step=n)
             if self.actions:
                 self.last = last
         ev = EnvEvent(kind="jvm_restart",
                       detail=f"JVM (pid {old_pid}) lost: {type(exc).__name__}: {str(exc)[:200]}; started pid "
                              f"{self.jvm_pid} and replayed {len(self.actions)} actions in "
-                             f"{time.perf_counter() - t0:.1f} s")
+                             f"{time.perf_counter() - t0:.1f} s{order}")
         self.events.append(ev)
         log.warning(ev.detail)
 

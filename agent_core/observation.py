@@ -57,3 +57,21 @@ def _clean_desc(desc: str) -> str:
 def room_of(look: str) -> str:
     m = _ROOM_RE.search(look or "")
     return m.group(1).strip() if m else ""
+
+
+def listing(look: str) -> list[str]:
+    """A room text as an order-free list of what it names: its lines, and the items of a line's comma list (a
+    container's contents are a set too: "On the table is: a glass cup, a wood cup")."""
+    out: list[str] = []
+    for line in look.strip().splitlines():
+        head, sep, rest = line.strip().rstrip(".").rstrip().partition(": ")
+        if sep:
+            out.append(head + ":")
+        out.extend(item.strip() for item in (rest if sep else head).split(", "))
+    return sorted(out)
+
+
+def same_lines_reordered(look: str, recorded: str) -> bool:
+    """The same lines and items in another order (and so worth another load); False when equal or when the rooms
+    differ."""
+    return look.strip() != recorded.strip() and listing(look) == listing(recorded)

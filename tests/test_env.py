@@ -8,6 +8,7 @@ import time
 import pytest
 
 from agent_core.env import EnvError, ScienceWorld, TaskCatalog, catalog, simplifications_for
+from agent_core.observation import listing, same_lines_reordered
 from tests.conftest import usual_look
 
 # five tasks of different topics with short gold paths (test variations: never trained on)
@@ -152,13 +153,44 @@ def test_a_reset_into_a_recorded_look_loads_again_while_the_order_differs(sw_env
     reorder_cups(sw_env, 2)
     # (>= : the JVM's own reorders, about 1 load in 50, may add to those made here)
     assert sw_env.reset(task, v, look=recorded).look == recorded and sw_env.reorders >= 2
+    assert "until it listed its objects in the recorded order" in sw_env.drain_events()[-1].detail
     reorder_cups(sw_env, 1)
     plain = sw_env.reset(task, v)  # a new episode takes the world as it comes
-    assert sorted(plain.look.splitlines()) == sorted(recorded.splitlines())
-    assert sw_env.reorders == 0 and sw_env.initial_look == plain.look
+    assert listing(plain.look) == listing(recorded)
+    assert sw_env.reorders == 0 and sw_env.initial_look == plain.look and not sw_env.drain_events()
     # another room is not a matter of order: no load again, the caller reports it
     monkeypatch.undo()
-    assert sw_env.reset(task, v, look=recorded + "\n\ta unicorn").look == recorded and sw_env.reorders == 0
+    other = sw_env.reset(task, v, look=recorded + "\n\ta unicorn")
+    assert listing(other.look) == listing(recorded) and sw_env.reorders == 0
+
+
+@pytest.mark.jvm
+def test_a_jvm_restart_says_when_it_cannot_find_the_episodes_start_order(sw_env):
+    task = "chemistry-mix-paint-secondary-color"
+    v = catalog().get(task).test[0]
+    sw_env.reset(task, v)
+    sw_env.step("look at table")
+    lines = sw_env.initial_look.splitlines()
+    cups = [i for i, line in enumerate(lines) if "wood cup" in line]
+    lines[cups[0]], lines[cups[-1]] = lines[cups[-1]], lines[cups[0]]
+    sw_env.initial_look = "\n".join(lines)  # as if the episode had started in an order the loads do not give
+    os.kill(sw_env.jvm_pid, signal.SIGKILL)
+    time.sleep(0.5)
+    sw_env.valid_actions()
+    detail = sw_env.drain_events()[-1].detail
+    assert "replayed 1 actions" in detail and "did not list the start in the episode's order" in detail
+    assert sw_env.restarts == 1 and sw_env.last.step == 1
+
+
+@pytest.mark.parametrize("a, b, reordered", [
+    ("room:\n\ta cup\n\ta pot\n", "room:\n\ta pot\n\ta cup\n", True),
+    ("a table. On the table is: a glass cup, a wood cup.", "a table. On the table is: a wood cup, a glass cup.", True),
+    ("a table. On the table is: a glass cup, a wood cup.", "a table. On the table is: a tin cup, a glass cup.", False),
+    ("room:\n\ta cup\n", "room:\n\ta cup\n", False),  # the same: nothing to load again
+    ("room:\n\ta cup\n", "room:\n\ta cup\n\ta cup\n", False),
+])
+def test_a_listing_in_another_order_is_told_from_another_room(a, b, reordered):
+    assert same_lines_reordered(a, b) is reordered
 
 
 def test_catalog_file_is_required(tmp_path):

@@ -59,6 +59,8 @@ class Continuing:
         if self.env.cfg.step_limit != self.cfg.env.step_limit:
             self.env.cfg = dataclasses.replace(self.env.cfg, step_limit=self.cfg.env.step_limit)
         obs = self.env.reset(h.task, h.variation, split=h.split or None, look=h.initial_look or None)
+        reloads = self.env.reorders
+        self.env.events = [e for e in self.env.events if e.kind != "reloaded"]  # the resume's own note says it
         if obs.look.strip() != (h.initial_look or obs.look).strip():
             raise ReplayError(f"replay diverged at step 0: the task starts in another state than recorded "
                               f"({first_difference(obs.look, h.initial_look)})")
@@ -93,8 +95,8 @@ class Continuing:
             f"and every observation and state matched" + ("; a half-written last line was dropped" if dropped else "")
             + (f"; the memory store lost {rewound['removed']} record(s) of the unfinished step" if rewound.get("removed")
                else "")
-            + (f"; the task was loaded {self.env.reorders} more time(s) until it listed its objects in the recorded "
-               f"order" if self.env.reorders else "") + (f"; changed since recorded: {'; '.join(changes)}" if changes else "")
+            + (f"; the task was loaded {reloads} more time(s) until it listed its objects in the recorded order"
+               if reloads else "") + (f"; changed since recorded: {'; '.join(changes)}" if changes else "")
             + ("" if not steps or steps[-1].after is not None else
                "; the trace predates the state digest, so the buffer's failure count and a waiting Critic report "
                "could not be rebuilt"))))
@@ -122,6 +124,11 @@ class Continuing:
                 "preset": (h.config or {}).get("preset", "") if isinstance(h.config, dict) else "",
                 "same_settings": same}
         header = self.start(h.task, h.variation, split=h.split or None, parent=info, look=h.initial_look or None)
+        if h.initial_look and self.last.look.strip() != h.initial_look.strip():
+            error = (f"replay diverged at step 0: the task starts in another state than recorded "
+                     f"({first_difference(self.last.look, h.initial_look)})")
+            self.finish("error", error=error)
+            raise ReplayError(error)
         if at_step == 0:
             self.state = fork_state(self.state, same)
 

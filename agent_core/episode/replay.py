@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any, Iterator
 
+from ..observation import same_lines_reordered
 from ..trace import Episode, StepRecord
 from .state import AgentState
 
@@ -16,7 +17,7 @@ class ReplayError(RuntimeError):
 def first_difference(now: str, recorded: str) -> str:
     """Where a room text replayed now first differs from the recorded one, for a divergence message."""
     a, b = now.strip().splitlines(), recorded.strip().splitlines()
-    if a != b and sorted(a) == sorted(b):
+    if same_lines_reordered(now, recorded):
         return ("the same objects, listed in another order however often the task was loaded again: ScienceWorld "
                 "now and then lists objects that share a name in another order, and this episode was recorded in such "
                 "a rare order, so it cannot be replayed exactly")

@@ -12,15 +12,15 @@ VOLATILE = frozenset({"timings", "latency_s", "elapsed_ms", "at_s", "cpu_threads
 
 
 def canonical(record: Any) -> Any:
-    """A record as plain data without its volatile fields (and without the environment's 'resumed' note), so two
-    runs that decided the same compare equal."""
+    """A record as plain data without its volatile fields (and without the environment's 'resumed' and 'reloaded'
+    notes), so two runs that decided the same compare equal."""
     def strip(x: Any) -> Any:
         if dataclasses.is_dataclass(x) and not isinstance(x, type):
             x = {f.name: getattr(x, f.name) for f in dataclasses.fields(x)}
         if isinstance(x, dict):
             out = {k: strip(v) for k, v in x.items() if k not in VOLATILE}
             if "env_events" in out:
-                out["env_events"] = [e for e in out["env_events"] if e.get("kind") != "resumed"]
+                out["env_events"] = [e for e in out["env_events"] if e.get("kind") not in ("resumed", "reloaded")]
             return out
         if isinstance(x, (list, tuple)):
             return [strip(v) for v in x]
