@@ -139,6 +139,7 @@ class Agent(Switching, BufferTurn, SageTurn, SwiftTurn, SRMHooks, Continuing):
         if self.env.cfg.step_limit != self.cfg.env.step_limit:  # a shared env plays by this agent's step limit
             self.env.cfg = dataclasses.replace(self.env.cfg, step_limit=self.cfg.env.step_limit)
         obs = self.env.reset(task, variation, split=split, look=look)
+        self.llm.new_episode()
         info = self.env.task
         self._init_episode(obs)
         seed_everything(self.cfg.seed)

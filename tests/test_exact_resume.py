@@ -407,6 +407,25 @@ def test_resume_and_fork_load_again_when_the_cups_come_in_another_order(tmp_path
         agent(tmp_path).resume(wrong)
 
 
+def test_start_resume_and_fork_each_begin_the_llm_afresh(tmp_path, sw_env):
+    """Each episode's first LLM call must not depend on what the process asked before (an evaluation worker plays
+    episode after episode on one model): start, resume and fork tell the backend a new episode begins."""
+    began = []
+
+    def agent(root):
+        llm = _llm(False)
+        llm.new_episode = lambda: began.append(str(root))
+        return Agent(preset("swift"), ScriptedSwift(lambda state, valid: "look around"), llm, env=sw_env,
+                     runs_dir=root)
+
+    a = agent(tmp_path)
+    a.start("boil", catalog().get("boil").test[0], split="test", run_id="run")
+    a.step()
+    agent(tmp_path).resume(read_episode(tmp_path / "run.jsonl"))
+    agent(tmp_path / "fork").fork(read_episode(tmp_path / "run.jsonl"), 1)
+    assert began == [str(tmp_path), str(tmp_path), str(tmp_path / "fork")]
+
+
 def test_a_resume_keeps_the_menu_options_already_tried(tmp_path, sw_env, seed_store):
     """The ambiguity menu: after a resume a repeated menu still gets an option not tried before (menu_tried was
     lost, so the same option came back)."""

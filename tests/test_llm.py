@@ -142,6 +142,23 @@ def test_embedded_small_model_real_prompt():
 
 
 @pytest.mark.model
+def test_a_new_episode_starts_from_an_empty_prompt_cache():
+    """A prompt read over another call's cached prefix can be answered differently than one read whole, so an
+    episode's first call must not depend on what the process asked before: new_episode empties the cache."""
+    be = make_backend(LLMConfig(backend="embedded", embedded_model="smollm2-135m", n_ctx=2048, timeout_s=60))
+    be.chat(PLAN_PROMPT, max_tokens=8)
+    again = be.chat(PLAN_PROMPT + " Be brief.", max_tokens=8)
+    assert int(again.extra["cached_tokens"]) > 30  # within an episode the shared prefix is reused
+    be.new_episode()
+    first = be.chat(PLAN_PROMPT + " Be brief.", max_tokens=8)
+    assert int(first.extra["cached_tokens"]) == 0
+    be.new_episode()
+    scored = be.score(PLAN_PROMPT, ["look around", "open door"])
+    assert scored.cached_tokens == 0
+    make_backend(LLMConfig(backend="scripted"), script=["x"]).new_episode()  # no cache: nothing to do
+
+
+@pytest.mark.model
 @pytest.mark.slow
 def test_embedded_default_model_plans():
     be = make_backend(LLMConfig())  # the shipped default: Qwen2.5-Coder-1.5B

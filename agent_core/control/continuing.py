@@ -65,6 +65,7 @@ class Continuing:
             raise ReplayError(f"replay diverged at step 0: the task starts in another state than recorded "
                               f"({first_difference(obs.look, h.initial_look)})")
         self._init_episode(obs)
+        self.llm.new_episode()
         seed_everything(self.cfg.seed)
         if self.amm is not None:
             self.amm.start_episode(h.run_id, h.task, obs.task_description, h.variation,

@@ -152,6 +152,10 @@ class LLMBackend(ABC):
         a cache of the conversation overrides this so that the conversation stays cached."""
         return self.score(messages, continuations, timeout=timeout).logprobs
 
+    def new_episode(self) -> None:
+        """An episode starts (or resumes): forget what earlier calls left behind that could change this episode's
+        answers (a backend with a prompt cache empties it). Default: nothing is kept."""
+
     def generate(self, prompt: str) -> str:
         """Plain prompt -> text; the callable shape memory_store expects."""
         return self.chat(prompt).text
