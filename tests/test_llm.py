@@ -149,7 +149,8 @@ def test_a_new_episode_starts_from_an_empty_prompt_cache():
     be.chat(PLAN_PROMPT, max_tokens=8)
     again = be.chat(PLAN_PROMPT + " Be brief.", max_tokens=8)
     assert int(again.extra["cached_tokens"]) > 30  # within an episode the shared prefix is reused
-    be.new_episode()
+    # another backend of the same model (another agent in this process, one loaded model) begins an episode
+    make_backend(LLMConfig(backend="embedded", embedded_model="smollm2-135m", n_ctx=2048, timeout_s=60)).new_episode()
     first = be.chat(PLAN_PROMPT + " Be brief.", max_tokens=8)
     assert int(first.extra["cached_tokens"]) == 0
     be.new_episode()

@@ -230,10 +230,11 @@ class EmbeddedBackend(LLMBackend):
         by what the previous episode in the same process asked last (17 of the 18 pairs in which +SRM and Baseline,
         with the same prompt, first got different answers). From an empty cache an episode's calls depend on the
         episode alone; later calls of the episode still reuse its own earlier prompts."""
-        if self._llm is None:
+        llm = self._llm or _LOADED.get((self.spec.key, self.n_ctx))  # (one model per process, shared by backends)
+        if llm is None:
             return
         with _LOCK:
-            self._llm.reset()
+            llm.reset()
 
     def chat(self, messages: str | Sequence[Message], *, max_tokens: int = 256, temperature: float = 0.0,
              stop: Sequence[str] | None = None, timeout: float | None = None,
