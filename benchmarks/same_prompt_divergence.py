@@ -11,37 +11,33 @@ held, e.g. the previous episode's calls in the same worker), or no call at all (
 from __future__ import annotations
 
 import argparse
-import json
+import sys
 from collections import Counter
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere
 
-def steps(path: Path) -> list[dict]:
-    out = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            r = json.loads(line)
-            if r.get("kind") == "step":
-                out.append(r)
-    return out
+from agent_core.evaluate.paired import first_divergence  # noqa: E402
+from agent_core.trace import StepRecord, read_episode  # noqa: E402
 
 
-def first_parting(a: list[dict], b: list[dict]) -> tuple[str, int, dict]:
-    """(kind, step, detail) for two episodes' step records."""
-    for ra, rb in zip(a, b):
-        calls_a, calls_b = ra.get("llm_calls") or [], rb.get("llm_calls") or []
-        for ca, cb in zip(calls_a, calls_b):
-            if ca["prompt"] != cb["prompt"]:
-                return "prompt differs", ra["step"], {"purpose": ca["purpose"]}
-            if ca["output"] != cb["output"]:
-                return "same prompt, other output", ra["step"], {
-                    "purpose": ca["purpose"], "cached": (ca.get("cached_tokens"), cb.get("cached_tokens"))}
-        if len(calls_a) != len(calls_b):
-            return "other calls", ra["step"], {"calls": ([c["purpose"] for c in calls_a],
-                                                         [c["purpose"] for c in calls_b])}
-        if ra["action"] != rb["action"]:
-            return "no LLM difference", ra["step"], {}
-    return "same", -1, {}
+def first_parting(a: list[StepRecord], b: list[StepRecord]) -> tuple[str, int, dict]:
+    """(kind, step, detail) for two episodes' step records: the first LLM call that differs, up to and including
+    the step where their actions first differ (paired.first_divergence)."""
+    last = first_divergence(a, b)
+    if last is None:
+        return "same", -1, {}
+    for ra, rb in zip(a[:last], b[:last]):
+        for ca, cb in zip(ra.llm_calls, rb.llm_calls):
+            if ca.prompt != cb.prompt:
+                return "prompt differs", ra.step, {"purpose": ca.purpose}
+            if ca.output != cb.output:
+                return "same prompt, other output", ra.step, {"purpose": ca.purpose,
+                                                               "cached": (ca.cached_tokens, cb.cached_tokens)}
+        if len(ra.llm_calls) != len(rb.llm_calls):
+            return "other calls", ra.step, {"calls": ([c.purpose for c in ra.llm_calls],
+                                                      [c.purpose for c in rb.llm_calls])}
+    return "no LLM difference", last, {}
 
 
 def main() -> None:
@@ -59,7 +55,7 @@ def main() -> None:
             q = ref / p.name.replace(f"-{preset}.jsonl", f"-{args.reference}.jsonl")
             if not q.exists():
                 continue
-            kind, step, detail = first_parting(steps(q), steps(p))
+            kind, step, detail = first_parting(read_episode(q).steps, read_episode(p).steps)
             kinds[kind] += 1
             if kind == "same prompt, other output":
                 purposes[detail["purpose"]] += 1

@@ -227,9 +227,9 @@ class EmbeddedBackend(LLMBackend):
     def new_episode(self) -> None:
         """Empty llama.cpp's prompt cache. A prompt read over a cached prefix gives slightly other numbers than one
         read whole, and greedy decoding turns those into other words now and then: an episode's first call answered
-        by what the previous episode in the same process asked last (17 of the 18 pairs in which +SRM and Baseline,
-        with the same prompt, first got different answers). From an empty cache an episode's calls depend on the
-        episode alone; later calls of the episode still reuse its own earlier prompts."""
+        by what the previous episode in the same process asked last (15 of the 16 diverging pairs in which +SRM and
+        Baseline, with the same prompt, first got different answers). From an empty cache an episode's calls depend
+        on the episode alone; later calls of the episode still reuse its own earlier prompts."""
         llm = self._llm or _LOADED.get((self.spec.key, self.n_ctx))  # (one model per process, shared by backends)
         if llm is None:
             return
