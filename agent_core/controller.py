@@ -81,6 +81,7 @@ class Agent(Switching, BufferTurn, SageTurn, SwiftTurn, SRMHooks, Continuing):
                  runs_dir: str | Path = RUNS_DIR, embedder=None, reflect_in_background: bool = False):
         self.cfg = cfg
         self.swift = swift
+        llm = llm.for_agent()  # a shared embedded model: this agent's own prompt cache, whoever else calls it
         self.llm = llm
         for name, allowed in CHOICES.items():  # a Config built in code skipped the check on load
             part, _, key = name.partition(".")

@@ -44,6 +44,9 @@ class _FakeLlama:
         self._ctx = None
         self.n_tokens = 0
 
+    def reset(self):
+        self.n_tokens = 0
+
     def create_chat_completion(self, messages, max_tokens, **kw):
         def gen():
             for i in range(max_tokens):

@@ -149,14 +149,69 @@ def test_a_new_episode_starts_from_an_empty_prompt_cache():
     be.chat(PLAN_PROMPT, max_tokens=8)
     again = be.chat(PLAN_PROMPT + " Be brief.", max_tokens=8)
     assert int(again.extra["cached_tokens"]) > 30  # within an episode the shared prefix is reused
-    # another backend of the same model (another agent in this process, one loaded model) begins an episode
-    make_backend(LLMConfig(backend="embedded", embedded_model="smollm2-135m", n_ctx=2048, timeout_s=60)).new_episode()
+    assert again.extra["cache_state"] == "held"
+    # another agent of the same model (one loaded model per process) begins an episode: this one's cache stays
+    be.for_agent().new_episode()
+    kept = be.chat(PLAN_PROMPT + " Be brief.", max_tokens=8)
+    assert int(kept.extra["cached_tokens"]) > 30 and kept.extra["cache_state"] == "held"
+    be.new_episode()  # this one's own new episode
     first = be.chat(PLAN_PROMPT + " Be brief.", max_tokens=8)
-    assert int(first.extra["cached_tokens"]) == 0
+    assert int(first.extra["cached_tokens"]) == 0 and first.extra["cache_state"] == "empty"
     be.new_episode()
     scored = be.score(PLAN_PROMPT, ["look around", "open door"])
     assert scored.cached_tokens == 0
     make_backend(LLMConfig(backend="scripted"), script=["x"]).new_episode()  # no cache: nothing to do
+
+
+OTHER_PROMPT = "Answer in one word: what colour is the sky on a clear day?"
+
+
+@pytest.mark.model
+def test_each_agent_keeps_its_own_prompt_cache_on_the_shared_model():
+    """Two sessions, or an Ask question during a run, call one loaded model: an agent's answers and option scores
+    are those it gets alone, to the last bit, whatever others asked in between (its cache is set aside and given
+    back). Before, the other call's prompt was left in the cache and this agent read its next prompt over it."""
+    from agent_core.llm import embedded
+
+    shared = make_backend(LLMConfig(backend="embedded", embedded_model="smollm2-135m", n_ctx=2048, timeout_s=60))
+    options = ["look around", "open door to kitchen", "pick up thermometer", "focus on water"]
+
+    def play(me, others=()):
+        me.new_episode()
+        chats = [me.chat(PLAN_PROMPT, max_tokens=12)]
+        for other in others:
+            other.new_episode()
+            other.chat(OTHER_PROMPT, max_tokens=6)
+        chats.append(me.chat(PLAN_PROMPT + " Name the first room to visit.", max_tokens=12))
+        for other in others:
+            other.chat(OTHER_PROMPT + " And at night?", max_tokens=6)
+        return chats, me.score(PLAN_PROMPT + " Name the first room to visit.", options)
+
+    alone, alone_scores = play(shared.for_agent())
+    mixed, mixed_scores = play(shared.for_agent(), others=(shared.for_agent(), shared))  # a student, an Ask question
+    assert [c.text for c in mixed] == [c.text for c in alone]
+    assert [c.extra["cached_tokens"] for c in mixed] == [c.extra["cached_tokens"] for c in alone]
+    assert int(alone[1].extra["cached_tokens"]) > 30
+    assert mixed_scores.logprobs == alone_scores.logprobs  # exactly: the same cells, the same numbers
+    assert mixed_scores.cached_tokens == alone_scores.cached_tokens > 30
+    assert [c.extra["cache_state"] for c in alone] + [alone_scores.cache_state] == ["empty", "held", "held"]
+    assert [c.extra["cache_state"] for c in mixed] + [mixed_scores.cache_state] == ["empty", "restored", "restored"]
+
+    # when the saved caches outgrow their room, the oldest is dropped and its agent's next call says so
+    a, b, c = shared.for_agent(), shared.for_agent(), shared.for_agent()
+    limit = embedded.SAVED_LIMIT_BYTES
+    embedded.SAVED_LIMIT_BYTES = 1
+    try:
+        a.chat(PLAN_PROMPT, max_tokens=4)
+        b.chat(OTHER_PROMPT, max_tokens=4)  # a's cache set aside
+        c.chat(OTHER_PROMPT, max_tokens=4)  # b's set aside: a's dropped for room
+    finally:
+        embedded.SAVED_LIMIT_BYTES = limit
+    late = a.chat(PLAN_PROMPT + " Be brief.", max_tokens=4)
+    assert late.extra["cache_state"] == "lost" and int(late.extra["cached_tokens"]) == 0
+    assert b.chat(OTHER_PROMPT + " Why?", max_tokens=4).extra["cache_state"] == "restored"
+    scripted = make_backend(LLMConfig(backend="scripted"), script=["x"])
+    assert scripted.for_agent() is scripted  # no cache: the backend itself
 
 
 @pytest.mark.model

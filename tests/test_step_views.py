@@ -10,8 +10,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from agent_core.config import preset
-from agent_core.trace import (CriticCall, EpisodeHeader, Gate1Decision, MenuChoice, StagnationReport, StepRecord,
-                              TraceWriter, Trigger)
+from agent_core.trace import (CriticCall, EpisodeHeader, Gate1Decision, LLMCall, MenuChoice, StagnationReport,
+                              StepRecord, TraceWriter, Trigger)
 from views import next_hint, pending_actions, timeline_figure
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -371,3 +371,24 @@ def test_sages_scored_options_are_shown_best_first(monkeypatch, tmp_path):
     table = next(d.value for d in at.dataframe if "option" in d.value.columns and "score" in d.value.columns)
     assert list(table["option"]) == scores.options and list(table["rank"]) == [1, 2, 3]
     assert "'move metal pot to sink' -1.07" in _md(at)  # the decision's sentence, in the step's decisions
+
+
+@pytest.mark.page
+def test_a_call_whose_cache_was_given_back_or_lost_says_so(monkeypatch, tmp_path):
+    """Sessions share the embedded model: a call after another session's says its cache was given back (the answer
+    is the one it would get alone), and a call whose cache was dropped for room says its answer may differ."""
+    calls = [LLMCall(purpose="plan", backend="embedded", model="m", prompt="PLAN PROMPT", output="Q1: stove",
+                     prompt_tokens=600, cached_tokens=0, cache_state="restored"),
+             LLMCall(purpose="critic", backend="embedded", model="m", prompt="CRITIC PROMPT", output="x",
+                     prompt_tokens=700, cached_tokens=0, cache_state="lost"),
+             LLMCall(purpose="plan", backend="embedded", model="m", prompt="LATER PROMPT", output="Q1: sink",
+                     prompt_tokens=650, cached_tokens=500, cache_state="held")]
+    steps = [_step(1, "look around", "sage", llm_calls=calls[:2]), _step(2, "look around", "sage", llm_calls=calls[2:])]
+    path = _write(tmp_path / "runs" / "ep-cache.jsonl", _header("ep-cache", SRM, "srm"), steps)
+    at = _goto(_open(monkeypatch, tmp_path, path), 1)
+    assert "this run's cache was given back as it was" in _captions(at)
+    assert "the answer may differ from the same run played alone" in _captions(at)
+    at = _goto(at, 2)
+    assert "150 read afresh, 500 from the model's cache" in _md(at)
+    notes = [c.value for c in at.caption if "given back" in c.value or "played alone" in c.value]
+    assert len(notes) == 2  # the call that found its cache held has none

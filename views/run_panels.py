@@ -307,6 +307,15 @@ def render_score(header: EpisodeHeader, records: list[StepRecord], t: int, *, cu
 
 # ----------------------------------------------------------------------------- the step list
 
+# what a call found of its agent's prompt cache on the shared model (agent_core.llm.embedded._take), when it matters
+_CACHE_NOTES = {
+    "restored": "Another session used the model before this call; this run's cache was given back as it was, so "
+                "the answer is the one it would get alone.",
+    "lost": "Other sessions used the model for so long that this run's cache was dropped: the prompt was read whole, "
+            "and the answer may differ from the same run played alone.",
+}
+
+
 def _render_prompts(r: StepRecord) -> None:
     """Each model call's exact prompt and raw output; the Critic's too when it is not among them."""
     critic_logged = any(c.purpose == "critic" for c in r.llm_calls)
@@ -320,6 +329,8 @@ def _render_prompts(r: StepRecord) -> None:
         st.markdown(f"**{i}. {c.purpose}** · {c.backend} `{c.model}` · {c.latency_s:.1f} s · "
                     f"{c.prompt_tokens} prompt{cache} + {c.completion_tokens} {read} tokens"
                     + (f" · {c.cpu_threads} CPU thread{'s' if c.cpu_threads > 1 else ''}" if c.cpu_threads else ""))
+        if c.cache_state in _CACHE_NOTES:
+            st.caption(_CACHE_NOTES[c.cache_state])
         st.caption("Prompt (exactly as sent)")
         st.code(c.prompt, language=None, wrap_lines=True, height=220)
         st.caption("Raw output" if not c.error else "Error")

@@ -77,6 +77,7 @@ class ScoreResult:
     backend: str
     model: str
     cached_tokens: int = 0  # tokens of the shared prompt the model still held from the call before
+    cache_state: str = ""  # embedded only: held | restored | empty | lost (EmbeddedBackend's per-agent cache)
 
     @property
     def mean(self) -> list[float]:
@@ -151,6 +152,12 @@ class LLMBackend(ABC):
         state (how likely the text is in itself: Sage's pick subtracts it, `sage.pick_rule = pmi`). A backend with
         a cache of the conversation overrides this so that the conversation stays cached."""
         return self.score(messages, continuations, timeout=timeout).logprobs
+
+    def for_agent(self) -> "LLMBackend":
+        """The backend one agent calls (Agent keeps it). A backend whose answers depend on what was asked before it
+        (the embedded model's prompt cache) gives each agent its own view, so one session's calls never change
+        another's answers; the default is the backend itself."""
+        return self
 
     def new_episode(self) -> None:
         """An episode starts (or resumes): forget what earlier calls left behind that could change this episode's

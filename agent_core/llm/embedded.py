@@ -12,12 +12,16 @@ Each file is assembled once into a cache folder and checked against a SHA-256 pi
 from __future__ import annotations
 
 import atexit
+import copy
+import ctypes
 import hashlib
 import importlib.util
 import math
 import os
 import threading
 import time
+import weakref
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -189,6 +193,103 @@ def _with_sequences(make):
         lc.llama_context_default_params = default
 
 
+class CacheSlot:
+    """One agent's claim on the shared model's prompt cache. A prompt read over a cached prefix gives slightly other
+    numbers than one read over another prefix (see `EmbeddedBackend.new_episode`), so an agent's answers must not
+    depend on what other sessions asked in between (two students, or an Ask question during a run): when the model
+    passes from one slot to another, the cache the first one left is saved, and given back before its next call."""
+
+    __slots__ = ("__weakref__", "lost")
+
+    def __init__(self) -> None:
+        self.lost = False  # its saved cache was dropped for room: its next call reads its prompt afresh
+
+
+@dataclass
+class _SavedCache:
+    data: object  # the llama context's state (ctypes bytes: the cache's cells and the last logits)
+    size: int
+    tokens: list[int]  # the tokens those cells hold (llama-cpp-python's input_ids)
+
+
+# the caches of slots not holding the model now, oldest use first; bounded in bytes (Qwen 1.5B: ~28 KB a token,
+# ~45 MB for a long Sage conversation), so forty-odd sessions keep theirs
+SAVED_LIMIT_BYTES = 2 << 30
+_SAVED: OrderedDict[int, tuple[weakref.ref, _SavedCache]] = OrderedDict()
+
+
+def _save_cache(llm) -> _SavedCache | None:
+    import llama_cpp.llama_cpp as lc
+
+    ctx = llm._ctx.ctx  # noqa: SLF001 - llama-cpp-python's save_state also copies a 300 MB logits array: not needed
+    size = int(lc.llama_state_get_size(ctx))
+    buf = (ctypes.c_uint8 * size)()
+    n = int(lc.llama_state_get_data(ctx, buf, size))
+    return _SavedCache(buf, n, [int(t) for t in llm.input_ids[: int(llm.n_tokens)]]) if n > 0 else None
+
+
+def _load_cache(llm, saved: _SavedCache) -> bool:
+    import llama_cpp.llama_cpp as lc
+
+    if int(lc.llama_state_set_data(llm._ctx.ctx, saved.data, saved.size)) != saved.size:  # noqa: SLF001
+        return False
+    n = len(saved.tokens)
+    llm.input_ids[:n] = saved.tokens
+    llm.n_tokens = n
+    llm._requires_eval = True  # noqa: SLF001 - a call always reads at least the prompt's last token again
+    return True
+
+
+def _park(slot: CacheSlot, saved: _SavedCache) -> None:
+    _SAVED[id(slot)] = (weakref.ref(slot), saved)
+    total = sum(s.size for _r, s in _SAVED.values())
+    while total > SAVED_LIMIT_BYTES and len(_SAVED) > 1:
+        _key, (ref, old) = _SAVED.popitem(last=False)
+        total -= old.size
+        if (gone := ref()) is not None:
+            gone.lost = True
+
+
+def _unpark(slot: CacheSlot) -> _SavedCache | None:
+    entry = _SAVED.pop(id(slot), None)
+    return entry[1] if entry is not None and entry[0]() is slot else None
+
+
+def _take(llm, slot: CacheSlot) -> str:
+    """Under the lock: make the model hold `slot`'s cache. Returns what the call found: `held` (the cache was
+    already this slot's), `restored` (another slot's calls came between, this one's cache was given back), `empty`
+    (nothing of this slot's yet: its episode's first call) or `lost` (its saved cache was dropped for room)."""
+    for key in [k for k, (ref, _s) in _SAVED.items() if ref() is None]:  # slots of agents that are gone
+        del _SAVED[key]
+    owner_ref = getattr(llm, "_swiftsage_owner", None)
+    owner = owner_ref() if owner_ref is not None else None
+    if owner is slot:
+        return "held" if int(llm.n_tokens) > 0 else "empty"
+    if owner is not None and int(llm.n_tokens) > 0:
+        try:
+            saved = _save_cache(llm)
+        except Exception:  # noqa: BLE001 - that agent's next call reads afresh and says so
+            saved = None
+        if saved is not None:
+            _park(owner, saved)
+        else:
+            owner.lost = True
+    llm._swiftsage_owner = weakref.ref(slot)  # noqa: SLF001
+    saved = _unpark(slot)
+    if saved is not None:
+        try:
+            if _load_cache(llm, saved):
+                return "restored"
+        except Exception:  # noqa: BLE001
+            pass
+        slot.lost = True
+    llm.reset()
+    if slot.lost:
+        slot.lost = False
+        return "lost"
+    return "empty"
+
+
 class EmbeddedBackend(LLMBackend):
     """In-process llama.cpp. One loaded model per (model, n_ctx) per process, whatever the thread count (set
     per call); calls are serialized because a llama context is not thread-safe."""
@@ -209,6 +310,15 @@ class EmbeddedBackend(LLMBackend):
         self.seed = seed
         self._llm = None
         self._formatter = None
+        self._slot = CacheSlot()  # this object's own prompt cache on the shared model (see for_agent)
+        self.last_cache = ""  # what the last call found of it (`_take`)
+
+    def for_agent(self) -> "EmbeddedBackend":
+        """This backend for one agent: the same loaded model, its own prompt cache (a `CacheSlot`)."""
+        view = copy.copy(self)
+        view._slot = CacheSlot()
+        view.last_cache = ""
+        return view
 
     def _load(self):
         if self._llm is None:
@@ -231,10 +341,12 @@ class EmbeddedBackend(LLMBackend):
         Baseline, with the same prompt, first got different answers). From an empty cache an episode's calls depend
         on the episode alone; later calls of the episode still reuse its own earlier prompts."""
         llm = self._llm or _LOADED.get((self.spec.key, self.n_ctx))  # (one model per process, shared by backends)
-        if llm is None:
-            return
         with _LOCK:
-            llm.reset()
+            _unpark(self._slot)
+            self._slot.lost = False
+            owner = getattr(llm, "_swiftsage_owner", None) if llm is not None else None
+            if owner is not None and owner() is self._slot:
+                llm.reset()  # another agent's cache, held now, stays as it is
 
     def chat(self, messages: str | Sequence[Message], *, max_tokens: int = 256, temperature: float = 0.0,
              stop: Sequence[str] | None = None, timeout: float | None = None,
@@ -259,6 +371,7 @@ class EmbeddedBackend(LLMBackend):
                 # measured after the lock: the call before this one (another session's) is not "something else"
                 self.last_threads = self.n_threads or auto_threads()
                 _set_threads(llm, self.last_threads)
+                self.last_cache = _take(llm, self._slot)
                 cached = self._cached_prefix(llm, messages)
                 # Streaming is the only way to stop llama.cpp mid-generation: the deadline is checked per token.
                 stream = llm.create_chat_completion(
@@ -293,7 +406,8 @@ class EmbeddedBackend(LLMBackend):
         latency = time.perf_counter() - t0
         return ChatResult(text="".join(parts), prompt_tokens=max(0, total - n_chunks), completion_tokens=n_chunks,
                           latency_s=latency, backend=self.name, model=self.model, finish_reason=finish,
-                          extra={"threads": str(self.last_threads), "cached_tokens": str(cached)})
+                          extra={"threads": str(self.last_threads), "cached_tokens": str(cached),
+                                 "cache_state": self.last_cache})
 
     def _cached_prefix(self, llm, messages: str | Sequence[Message]) -> int:
         """How many tokens of this prompt llama.cpp still holds from the call before (it reads only the rest)."""
@@ -373,7 +487,7 @@ class EmbeddedBackend(LLMBackend):
             _LOCK.release()
         return ScoreResult(logprobs=sums, tokens=counts, prompt_tokens=len(prefix), scored_tokens=scored,
                            latency_s=time.perf_counter() - t0, backend=self.name, model=self.model,
-                           cached_tokens=common)
+                           cached_tokens=common, cache_state=self.last_cache)
 
 
     def _option_tokens(self, llm, messages: str | Sequence[Message],
@@ -382,6 +496,7 @@ class EmbeddedBackend(LLMBackend):
         logits score the option's first token), the option's tokens and the end-of-turn token."""
         self.last_threads = self.n_threads or auto_threads()
         _set_threads(llm, self.last_threads)
+        self.last_cache = _take(llm, self._slot)
         prompt = self._prompt_tokens(llm, messages)
         end = llm.tokenize("<|im_end|>".encode(), add_bos=False, special=True)
         end = end if len(end) == 1 else [llm.token_eos()]

@@ -238,6 +238,7 @@ class Sage:
             call.latency_s, call.model = r.latency_s, r.model
             call.cpu_threads = int(r.extra.get("threads", 0) or 0)
             call.cached_tokens = int(r.extra.get("cached_tokens", 0) or 0)
+            call.cache_state = r.extra.get("cache_state", "")
         except Exception as e:  # noqa: BLE001 - an LLMError, or e.g. a RuntimeError inside llama.cpp: recorded, Swift acts
             call.error, call.error_kind = failure_of(e, self.llm.name)
         return call
@@ -271,7 +272,7 @@ class Sage:
         ranked = sorted(zip(options, values), key=lambda os: (-os[1], action_key(os[0])))
         call.output = ranked[0][0] if ranked else ""
         call.prompt_tokens, call.completion_tokens, call.latency_s = r.prompt_tokens, r.scored_tokens, r.latency_s
-        call.cached_tokens = r.cached_tokens
+        call.cached_tokens, call.cache_state = r.cached_tokens, r.cache_state
         call.cpu_threads = int(getattr(self.llm, "last_threads", 0) or 0)
         return call, [(o, round(s, 4)) for o, s in ranked]
 

@@ -164,6 +164,7 @@ class Critic:
             call.latency_s, call.model = r.latency_s, r.model
             call.cpu_threads = int(r.extra.get("threads", 0) or 0)
             call.cached_tokens = int(r.extra.get("cached_tokens", 0) or 0)
+            call.cache_state = r.extra.get("cache_state", "")
         except Exception as e:  # noqa: BLE001 - LLMError, or e.g. a RuntimeError inside llama.cpp: never raised
             call.error, call.error_kind = failure_of(e, self.llm.name)
             call.latency_s = time.perf_counter() - t0

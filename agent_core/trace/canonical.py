@@ -6,9 +6,10 @@ from typing import Any
 
 
 
-# fields that differ between two runs of the same decisions: clocks, latencies and the machine's thread count
+# fields that differ between two runs of the same decisions: clocks, latencies, the machine's thread count and
+# whether other sessions' calls came between (the cache is given back as it was)
 VOLATILE = frozenset({"timings", "latency_s", "elapsed_ms", "at_s", "cpu_threads", "started_at", "ended_at",
-                      "created_wall"})
+                      "created_wall", "cache_state"})
 
 
 def canonical(record: Any) -> Any:

@@ -156,6 +156,10 @@ class LLMCall:
     cpu_threads: int = 0  # the embedded model's CPU threads for this call (0: not an embedded call, or not known)
     # prompt tokens the model did not read again: llama.cpp's cache held them from the call before (embedded only)
     cached_tokens: int = 0
+    # embedded only: what the call found of its agent's prompt cache on the shared model: held (as its last call left
+    # it), restored (another session's calls came between; given back as it was), empty (the episode's first call),
+    # lost (dropped for room while other sessions ran: read afresh, so the answer may differ from a run alone)
+    cache_state: str = ""
 
     def failure(self) -> str | None:
         """None when the call succeeded, else its kind; a trace recorded before `error_kind` existed is read from the
