@@ -7,6 +7,7 @@ starts. The app drives an `Agent` one `step()` at a time and never reaches into 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import time
 import uuid
@@ -36,6 +37,7 @@ from .episode.replay import same_settings  # noqa: F401 - re-exported
 from .episode.state import differences
 from .gold import focus_limit, focus_unrewarded_limit, worked_examples
 from .llm import LLMBackend
+from .llm.base import cache_files
 from .provenance import code_revision, config_hash, machine, seed_everything
 from .sage import Sage
 from .srm.gate1 import DROP
@@ -69,6 +71,7 @@ def mechanisms(cfg: Config) -> list[str]:
 # step checks that `apply` rebuilds them from the record exactly as the decisions left them
 DECIDED = ("mode", "buffer", "buffer_sources", "buffer_failures", "critic_calls", "last_critic_step",
            "critic_backoff_until", "menu_tried")
+log = logging.getLogger(__name__)
 STRICT_ENV = "SWIFTSAGE_STRICT_STATE"  # set (tests): a live step whose record does not rebuild its state raises
 
 
@@ -78,10 +81,17 @@ class Agent(Switching, BufferTurn, SageTurn, SwiftTurn, SRMHooks, Continuing):
     holds the lifecycle and the step loop."""
 
     def __init__(self, cfg: Config, swift: SwiftPolicy, llm: LLMBackend, env: ScienceWorld | None = None,
-                 runs_dir: str | Path = RUNS_DIR, embedder=None, reflect_in_background: bool = False):
+                 runs_dir: str | Path = RUNS_DIR, embedder=None, reflect_in_background: bool = False,
+                 keep_llm_cache: bool = True):
         self.cfg = cfg
+        # the LLM's prompt cache kept beside the trace after each step, so a resume answers as the uninterrupted run
+        # (an evaluation plays interrupted episodes again from the start and needs none)
+        self.keep_llm_cache = keep_llm_cache
         self.swift = swift
-        llm = llm.for_agent()  # a shared embedded model: this agent's own prompt cache, whoever else calls it
+        # a shared embedded model: this agent's own prompt cache, whoever else calls it; the reflection between
+        # episodes (in the background in the app) has one of its own, so it never touches the next episode's
+        self._reflect_llm = llm.for_agent()
+        llm = llm.for_agent()
         self.llm = llm
         for name, allowed in CHOICES.items():  # a Config built in code skipped the check on load
             part, _, key = name.partition(".")
@@ -157,6 +167,8 @@ class Agent(Switching, BufferTurn, SageTurn, SwiftTurn, SRMHooks, Continuing):
             header.memory_at_start = self.amm.start_episode(run_id, info.name, obs.task_description, variation)
             header.memory_store = _project_relative(self.amm.path)
         self.writer = TraceWriter(self.runs_dir / f"{run_id}.jsonl", header)
+        for f in cache_files(self.writer.path):  # an earlier episode's under the same name is not this one's
+            f.unlink(missing_ok=True)
         return header
 
     def _init_episode(self, obs: Observation) -> None:
@@ -185,14 +197,26 @@ class Agent(Switching, BufferTurn, SageTurn, SwiftTurn, SRMHooks, Continuing):
                                       failed=bool(last and last.failed), steps=len(self.records), reason=reason,
                                       error=error, resumed=list(self._resumed))
         if self.amm is not None:
-            gen = lambda p: self.llm.chat(p, max_tokens=self.cfg.amm.reflection_max_tokens, temperature=0.0).text  # noqa: E731
+            gen = lambda p: self._reflect_llm.chat(p, max_tokens=self.cfg.amm.reflection_max_tokens,  # noqa: E731
+                                                   temperature=0.0).text
             stats = EpisodeMemoryStats.from_records(self.records, self.writer.header.memory_at_start)
             self.summary.memory = {**stats.to_dict(), "store": _project_relative(self.amm.path),
                                    "reflection": self.amm.end_episode(len(self.records), gen,
                                                                       self.reflect_in_background,
                                                                       ended=reason not in ("stopped", "error"))}
         self.writer.close(self.summary)
+        if reason not in ("stopped", "error"):  # an episode that ended is never resumed: its cache goes
+            for f in cache_files(self.writer.path):
+                f.unlink(missing_ok=True)
         return self.summary
+
+    def _keep_llm_cache(self, step: int) -> None:
+        if not self.keep_llm_cache or self.writer is None:
+            return
+        try:
+            self.llm.save_cache_file(self.writer.path, step)
+        except OSError as e:  # a full disk loses the exact resume, not the step (the resume then says so)
+            log.warning("could not keep the LLM's cache after step %d: %s", step, e)
 
     def close(self) -> None:
         self.finish("stopped")
@@ -323,6 +347,7 @@ class Agent(Switching, BufferTurn, SageTurn, SwiftTurn, SRMHooks, Continuing):
         self.writer.append(rec)
         self.state = new
         self.records.append(rec)
+        self._keep_llm_cache(rec.step)
         if self.amm is not None:
             self.amm.commit_step()
         if obs.done:

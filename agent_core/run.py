@@ -144,7 +144,9 @@ def main(argv: list[str] | None = None) -> int:
                 r = agent.resumed[-1]
                 print(f"resumed {parent.path} after step {r['at_step']} (replayed and checked in {r['replay_s']:.1f} s; "
                       f"it had ended: {r['previous_end']})" + ("" if r["exact"] else
-                      "; not exact: " + ("; ".join(r["changes"]) or "the trace predates the state digest")))
+                      "; not exact: " + ("; ".join(r["changes"] + ([f"the LLM's cache: {r['llm_cache']}"]
+                                                                          if r.get("llm_cache") else []))
+                                          or "the trace predates the state digest")))
         else:
             header = agent.start(args.task, args.variation, split=args.split)
         if not args.quiet:

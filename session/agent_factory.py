@@ -38,6 +38,10 @@ class AnnouncingLLM:
     def __getattr__(self, name: str):
         return getattr(self._inner, name)
 
+    def for_agent(self) -> "AnnouncingLLM":
+        """The agent's own view of the shared backend (its own prompt cache), still announced and cancellable."""
+        return AnnouncingLLM(self._inner.for_agent())
+
     def chat(self, messages, **kwargs):
         if self.on_call is not None:
             self.on_call(turn_text(messages))

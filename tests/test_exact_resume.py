@@ -465,3 +465,64 @@ def test_a_resume_keeps_the_menu_options_already_tried(tmp_path, sw_env, seed_st
             key = tuple(sorted(r.menu.options))
             assert r.menu.chosen not in tried.get(key, []) or len(tried[key]) >= len(r.menu.options)
             tried.setdefault(key, []).append(r.menu.chosen)
+
+
+def test_a_resume_goes_on_with_the_llms_prompt_cache_of_the_uninterrupted_run(tmp_path, sw_env):
+    """With a real model the prompt cache is part of the state: a prompt read over the run's cached conversation can
+    be answered differently than one read whole. The agent keeps its cache beside the trace after each step, and a
+    resume (a new agent, another session's calls in between) goes on with it: the same calls, the same answers and
+    the same cached-token counts as the run that was never interrupted. Without the kept cache the resume says so."""
+    from agent_core.config import LLMConfig  # noqa: F401 - the backend's settings come from the preset's llm section
+    from agent_core.llm import make_backend
+    from agent_core.llm.base import cache_files
+
+    cfg = apply_overrides(preset("baseline"), {"controller.stuck_window": 1, "controller.sage_streak_limit": 50,
+                                                "sage.plan_max_tokens": 12, "llm.embedded_model": "smollm2-135m",
+                                                "llm.n_threads": 2, "llm.timeout_s": 900})  # a loaded machine
+    shared = make_backend(cfg.llm)  # one loaded model for every agent, as in the app
+    variation = catalog().get("boil").test[0]
+
+    def agent(root: Path) -> Agent:
+        return Agent(cfg, ScriptedSwift(lambda state, valid: "look around"), shared, env=sw_env, runs_dir=root)
+
+    def calls(root: Path) -> list[tuple]:
+        return [(r.step, c.purpose, c.cached_tokens, c.output) for r in read_episode(root / "run.jsonl").steps
+                for c in r.llm_calls]
+
+    ref = agent(tmp_path / "ref")
+    ref.start("boil", variation, split="test", run_id="run")
+    ref.run(max_steps=4)
+    ref.finish("stopped")
+    assert all(cache_files(tmp_path / "ref" / "run.jsonl")[i].exists() for i in (0, 1))  # a stopped run keeps it
+    reference = calls(tmp_path / "ref")
+    # Sage at every step after the first (stuck: the last step's reward was 0), each call over the one before
+    assert {s for s, *_ in reference} == {2, 3, 4} and all(n > 0 for s, _p, n, _o in reference if s > 2)
+
+    def cut(root: Path, keep: bool, then: int) -> Agent:
+        first = agent(root)
+        first.start("boil", variation, split="test", run_id="run")
+        first.step(), first.step()  # killed after step 2: no finish, no summary
+        other = agent(tmp_path / f"other-{root.name}")  # another session plays meanwhile
+        other.start("boil", variation, split="test", run_id="run")
+        other.step(), other.step()
+        if not keep:
+            for f in cache_files(root / "run.jsonl"):
+                f.unlink()
+        again = agent(root)
+        again.resume(read_episode(root / "run.jsonl"))
+        again.run(max_steps=then)
+        return again
+
+    again = cut(tmp_path / "kept", keep=True, then=2)
+    assert again.resumed[-1]["exact"] and again.resumed[-1]["llm_cache"] == ""
+    assert calls(tmp_path / "kept") == reference
+    resumed_calls = [c for r in read_episode(tmp_path / "kept" / "run.jsonl").steps[2:] for c in r.llm_calls]
+    assert resumed_calls[0].cache_state == "restored" and resumed_calls[0].cached_tokens > 0
+    again.finish("step_limit")  # an episode that ended is never resumed: its cache file goes
+    assert not any(f.exists() for f in cache_files(tmp_path / "kept" / "run.jsonl"))
+
+    lost = cut(tmp_path / "lost", keep=False, then=1)
+    assert not lost.resumed[-1]["exact"] and "no cache file" in lost.resumed[-1]["llm_cache"]
+    first_after = [c for r in read_episode(tmp_path / "lost" / "run.jsonl").steps[2:] for c in r.llm_calls][0]
+    assert first_after.cached_tokens == 0 and first_after.cache_state == "empty"
+    lost.finish("stopped")

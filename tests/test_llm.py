@@ -347,3 +347,43 @@ def test_the_seed_goes_with_every_request_to_a_server():
         assert srv.bodies and srv.bodies[-1].get("seed") == 7
     finally:
         srv.stop()
+
+
+def test_the_run_pages_announcing_backend_survives_the_agents_own_view():
+    """The agent calls the model through its own view (`for_agent`: its own prompt cache). In the app that view
+    must still be the page's AnnouncingLLM, or Pause would no longer stop a call in flight and a slow call would
+    not say what it is (the page sets `on_call` and `cancel` on `agent.llm`)."""
+    from agent_core.config import preset
+    from agent_core.controller import Agent, ScriptedSwift
+    from agent_core.llm import ScriptedBackend
+    from session.agent_factory import AnnouncingLLM
+
+    inner = ScriptedBackend(lambda prompt: "Q1: a pot.")
+    agent = Agent(preset("baseline"), ScriptedSwift(lambda state, valid: "look around"), AnnouncingLLM(inner),
+                  env=object())
+    assert isinstance(agent.llm, AnnouncingLLM) and agent.sage.llm is agent.llm
+    heard = []
+    agent.llm.on_call = heard.append
+    assert agent.sage.llm.chat("Which room?").text == "Q1: a pot." and heard == ["Which room?"]
+
+
+@pytest.mark.model
+def test_a_kept_cache_file_names_its_step_and_goes_on_through_steps_without_a_call(tmp_path):
+    """The cache kept beside a trace (Agent._keep_llm_cache): given back only for the step it is of; a resumed agent
+    whose next step makes no call keeps naming the same file, so a second resume still finds it."""
+    shared = make_backend(LLMConfig(backend="embedded", embedded_model="smollm2-135m", n_ctx=2048, timeout_s=600))
+    trace = tmp_path / "run.jsonl"
+    first = shared.for_agent()
+    first.new_episode()
+    first.chat(PLAN_PROMPT, max_tokens=4)
+    first.save_cache_file(trace, 1)
+    second = shared.for_agent()
+    assert second.load_cache_file(trace, 2) == "the kept cache is of step 1, not 2"
+    assert second.load_cache_file(trace, 1) == ""
+    second.save_cache_file(trace, 2)  # its step 2 made no call
+    third = shared.for_agent()
+    assert third.load_cache_file(trace, 2) == ""
+    r = third.chat(PLAN_PROMPT + " Be brief.", max_tokens=4)
+    assert r.extra["cache_state"] == "restored" and int(r.extra["cached_tokens"]) > 30
+    (tmp_path / "run.jsonl.llmcache").write_bytes(b"something else")
+    assert "not one this program wrote" in shared.for_agent().load_cache_file(trace, 2)

@@ -85,11 +85,14 @@ class Continuing:
         rewound = self.amm.rewind(steps) if self.amm is not None else {}
         self.writer = TraceWriter.reopen(ep.path, len(steps))  # after the replay: a divergence changes no file
         prior = list(ep.summary.resumed) if ep.summary is not None else []
-        exact = bool(not changes and (not steps or steps[-1].after is not None))
+        # the LLM's prompt cache as the run left it after its last step (a prompt read over another prefix can be
+        # answered differently): kept beside the trace by Agent._keep_llm_cache
+        llm_cache = self.llm.load_cache_file(ep.path, len(steps)) if steps else ""
+        exact = bool(not changes and (not steps or steps[-1].after is not None) and not llm_cache)
         info = {"at_step": len(steps), "at": time.time(), "replay_s": round(replay_s, 3),
                 "dropped_half_written_line": dropped,
                 "previous_end": ep.summary.reason if ep.summary is not None else "killed (no summary)",
-                "exact": exact, "changes": changes, "memory": rewound}
+                "exact": exact, "changes": changes, "memory": rewound, "llm_cache": llm_cache}
         self._resumed = prior + [info]
         self.env.events.append(EnvEvent(kind="resumed", detail=(
             f"resumed after step {len(steps)}: a fresh JVM replayed {len(steps)} recorded actions in {replay_s:.1f} s "
@@ -97,7 +100,10 @@ class Continuing:
             + (f"; the memory store lost {rewound['removed']} record(s) of the unfinished step" if rewound.get("removed")
                else "")
             + (f"; the task was loaded {reloads} more time(s) until it listed its objects in the recorded order"
-               if reloads else "") + (f"; changed since recorded: {'; '.join(changes)}" if changes else "")
+               if reloads else "")
+            + (f"; the LLM starts from an empty prompt cache ({llm_cache}), so its answers can differ from the "
+               f"uninterrupted run's" if llm_cache else "")
+            + (f"; changed since recorded: {'; '.join(changes)}" if changes else "")
             + ("" if not steps or steps[-1].after is not None else
                "; the trace predates the state digest, so the buffer's failure count and a waiting Critic report "
                "could not be rebuilt"))))

@@ -84,7 +84,8 @@ class EpisodeRunner:
         key = json.dumps([cfg.to_dict()["swift"], cfg.controller.sage_enabled], sort_keys=True)
         if key not in self._swift:
             self._swift[key] = load_swift(cfg)
-        agent = Agent(cfg, self._swift[key], self.llm, env=self.env, runs_dir=self.out / "traces" / preset_name)
+        agent = Agent(cfg, self._swift[key], self.llm, env=self.env, runs_dir=self.out / "traces" / preset_name,
+                      keep_llm_cache=False)  # an interrupted episode is played again from its start
         self._agents[preset_name] = agent
         return agent
 

@@ -10,6 +10,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Sequence
 
 Message = dict[str, str]  # {"role": "system"|"user"|"assistant", "content": "..."}
@@ -127,6 +128,12 @@ def prompt_text(messages: Sequence[Message]) -> str:
     return "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in messages)
 
 
+def cache_files(trace: Path) -> tuple[Path, Path]:
+    """An episode's kept LLM cache beside its trace: the cache's bytes, and the stamp naming the step they are of."""
+    trace = Path(trace)
+    return trace.with_name(trace.name + ".llmcache"), trace.with_name(trace.name + ".llmcache.json")
+
+
 class LLMBackend(ABC):
     """Chat completion with max tokens, temperature, stop strings and a timeout."""
 
@@ -158,6 +165,15 @@ class LLMBackend(ABC):
         (the embedded model's prompt cache) gives each agent its own view, so one session's calls never change
         another's answers; the default is the backend itself."""
         return self
+
+    def save_cache_file(self, trace: Path, step: int) -> None:
+        """Keep what the calls so far left behind that changes later answers (the embedded model's prompt cache)
+        beside the episode's trace, after step `step`. Default: nothing is kept, nothing to write."""
+
+    def load_cache_file(self, trace: Path, step: int) -> str:
+        """A resume after step `step`: take back what `save_cache_file` kept. Returns "" when the backend is as the
+        uninterrupted run had it (nothing kept: always), else why not."""
+        return ""
 
     def new_episode(self) -> None:
         """An episode starts (or resumes): forget what earlier calls left behind that could change this episode's

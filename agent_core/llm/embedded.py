@@ -16,6 +16,7 @@ import copy
 import ctypes
 import hashlib
 import importlib.util
+import json
 import math
 import os
 import threading
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Sequence
 
 from .base import (ChatResult, LLMBackend, LLMCancelled, LLMError, LLMMalformedReply, LLMTimeoutError, Message,
-                   ScoreResult, as_messages)
+                   ScoreResult, as_messages, cache_files)
 
 
 @dataclass(frozen=True)
@@ -199,15 +200,17 @@ class CacheSlot:
     depend on what other sessions asked in between (two students, or an Ask question during a run): when the model
     passes from one slot to another, the cache the first one left is saved, and given back before its next call."""
 
-    __slots__ = ("__weakref__", "lost")
+    __slots__ = ("__weakref__", "lost", "calls", "filed_calls")
 
     def __init__(self) -> None:
         self.lost = False  # its saved cache was dropped for room: its next call reads its prompt afresh
+        self.calls = 0  # calls made through it (each may change the cache)
+        self.filed_calls = -1  # `calls` when its cache was last written to an episode's cache file
 
 
 @dataclass
 class _SavedCache:
-    data: object  # the llama context's state (ctypes bytes: the cache's cells and the last logits)
+    data: object  # the llama context's state (ctypes bytes: the cache's cells)
     size: int
     tokens: list[int]  # the tokens those cells hold (llama-cpp-python's input_ids)
 
@@ -216,6 +219,15 @@ class _SavedCache:
 # ~45 MB for a long Sage conversation), so forty-odd sessions keep theirs
 SAVED_LIMIT_BYTES = 2 << 30
 _SAVED: OrderedDict[int, tuple[weakref.ref, _SavedCache]] = OrderedDict()
+
+
+CACHE_MAGIC = b"swiftsage llama.cpp cache 1\n"
+
+
+def _llama_cpp_version() -> str:
+    import llama_cpp
+
+    return str(getattr(llama_cpp, "__version__", ""))
 
 
 def _save_cache(llm) -> _SavedCache | None:
@@ -228,6 +240,15 @@ def _save_cache(llm) -> _SavedCache | None:
     return _SavedCache(buf, n, [int(t) for t in llm.input_ids[: int(llm.n_tokens)]]) if n > 0 else None
 
 
+def _clear(llm) -> None:
+    """An empty cache: no tokens, and no cells left behind (llama-cpp-python's reset only forgets the tokens; what
+    is read beside the cache, `score_alone`, would sit next to another agent's cells)."""
+    llm.reset()
+    ctx = getattr(llm, "_ctx", None)
+    if ctx is not None:
+        ctx.kv_cache_seq_rm(-1, 0, -1)
+
+
 def _load_cache(llm, saved: _SavedCache) -> bool:
     import llama_cpp.llama_cpp as lc
 
@@ -236,7 +257,11 @@ def _load_cache(llm, saved: _SavedCache) -> bool:
     n = len(saved.tokens)
     llm.input_ids[:n] = saved.tokens
     llm.n_tokens = n
-    llm._requires_eval = True  # noqa: SLF001 - a call always reads at least the prompt's last token again
+    # the state does not hold the last logits (measured: its size is the cells' alone), so the next call reads at
+    # least its prompt's last token again, as llama-cpp-python's own load_state has it. A call whose prompt is
+    # exactly what the cache held, with nothing generated after it, would have sampled from the live logits
+    # instead: the one case where a given-back cache is not the same to the last bit.
+    llm._requires_eval = True  # noqa: SLF001
     return True
 
 
@@ -258,9 +283,11 @@ def _unpark(slot: CacheSlot) -> _SavedCache | None:
 def _take(llm, slot: CacheSlot) -> str:
     """Under the lock: make the model hold `slot`'s cache. Returns what the call found: `held` (the cache was
     already this slot's), `restored` (another slot's calls came between, this one's cache was given back), `empty`
-    (nothing of this slot's yet: its episode's first call) or `lost` (its saved cache was dropped for room)."""
+    (nothing of this slot's: its episode's first call, or the call after a failed one) or `lost` (its saved cache
+    was dropped for room)."""
     for key in [k for k, (ref, _s) in _SAVED.items() if ref() is None]:  # slots of agents that are gone
         del _SAVED[key]
+    slot.calls += 1
     owner_ref = getattr(llm, "_swiftsage_owner", None)
     owner = owner_ref() if owner_ref is not None else None
     if owner is slot:
@@ -283,7 +310,7 @@ def _take(llm, slot: CacheSlot) -> str:
         except Exception:  # noqa: BLE001
             pass
         slot.lost = True
-    llm.reset()
+    _clear(llm)
     if slot.lost:
         slot.lost = False
         return "lost"
@@ -345,8 +372,79 @@ class EmbeddedBackend(LLMBackend):
             _unpark(self._slot)
             self._slot.lost = False
             owner = getattr(llm, "_swiftsage_owner", None) if llm is not None else None
+            if owner is not None and owner() is self._slot:  # (when another agent's cache is held, it stays)
+                _clear(llm)
+
+    def save_cache_file(self, trace: Path, step: int) -> None:
+        """After step `step` of an episode whose trace is `trace`: write this agent's prompt cache beside it, so a
+        resume goes on with the cache the uninterrupted run had (`load_cache_file`). The cache's bytes are written
+        only when a call changed them since; the small stamp file names the step every time."""
+        data, stamp = cache_files(trace)
+        slot = self._slot
+        saved = None
+        with _LOCK:
+            calls = slot.calls
+            if calls != slot.filed_calls:
+                llm = self._llm
+                owner = getattr(llm, "_swiftsage_owner", None) if llm is not None else None
+                if owner is not None and owner() is slot:
+                    saved = _save_cache(llm) if int(llm.n_tokens) > 0 else None
+                else:
+                    entry = _SAVED.get(id(slot))
+                    saved = entry[1] if entry is not None and entry[0]() is slot else None
+        if calls != slot.filed_calls:
+            if saved is None:
+                data.unlink(missing_ok=True)
+            else:
+                head = json.dumps({"calls": calls, "model": self.spec.key, "n_ctx": self.n_ctx,
+                                   "llama_cpp": _llama_cpp_version(), "tokens": saved.tokens}).encode()
+                tmp = data.with_name(data.name + ".tmp")
+                with open(tmp, "wb") as f:
+                    f.write(CACHE_MAGIC + len(head).to_bytes(8, "little") + head)
+                    f.write(memoryview(saved.data)[: saved.size])
+                os.replace(tmp, data)
+            slot.filed_calls = calls
+        tmp = stamp.with_name(stamp.name + ".tmp")
+        tmp.write_text(json.dumps({"step": step, "calls": calls if data.exists() else None}))
+        os.replace(tmp, stamp)
+
+    def load_cache_file(self, trace: Path, step: int) -> str:
+        """A resume after step `step`: give this agent the prompt cache the run had there (see save_cache_file).
+        Returns "" when it was restored, else why not (the resume then reads its next prompt whole)."""
+        data, stamp = cache_files(trace)
+        try:
+            mark = json.loads(stamp.read_text())
+        except (OSError, ValueError):
+            return "no cache file was kept beside the trace"
+        if mark.get("step") != step:
+            return f"the kept cache is of step {mark.get('step')}, not {step}"
+        if mark.get("calls") is None:  # nothing cached then (no call yet, or its cache was dropped): none now either
+            with _LOCK:
+                _unpark(self._slot)
+            return ""
+        try:
+            with open(data, "rb") as f:
+                if f.read(len(CACHE_MAGIC)) != CACHE_MAGIC:
+                    return "the cache file is not one this program wrote"
+                head = json.loads(f.read(int.from_bytes(f.read(8), "little")))
+                body = f.read()
+        except (OSError, ValueError) as e:
+            return f"the cache file could not be read ({e})"
+        want = {"calls": mark["calls"], "model": self.spec.key, "n_ctx": self.n_ctx, "llama_cpp": _llama_cpp_version()}
+        wrong = [k for k, v in want.items() if head.get(k) != v]
+        if wrong:
+            return f"the cache file does not match ({', '.join(wrong)})"
+        saved = _SavedCache((ctypes.c_uint8 * len(body)).from_buffer_copy(body), len(body), list(head["tokens"]))
+        with _LOCK:
+            llm = self._llm or _LOADED.get((self.spec.key, self.n_ctx))
+            owner = getattr(llm, "_swiftsage_owner", None) if llm is not None else None
             if owner is not None and owner() is self._slot:
-                llm.reset()  # another agent's cache, held now, stays as it is
+                llm._swiftsage_owner = None  # noqa: SLF001 - it holds no run of ours now
+            _park(self._slot, saved)
+            self._slot.lost = False
+            # the count goes on from the file's, so the next stamps name this file until a call changes the cache
+            self._slot.calls = self._slot.filed_calls = int(head["calls"])
+        return ""
 
     def chat(self, messages: str | Sequence[Message], *, max_tokens: int = 256, temperature: float = 0.0,
              stop: Sequence[str] | None = None, timeout: float | None = None,
