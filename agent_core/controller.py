@@ -215,7 +215,8 @@ class Agent(Switching, BufferTurn, SageTurn, SwiftTurn, SRMHooks, Continuing):
             return
         try:
             self.llm.save_cache_file(self.writer.path, step)
-        except OSError as e:  # a full disk loses the exact resume, not the step (the resume then says so)
+        except Exception as e:  # noqa: BLE001 - a full disk or a llama.cpp failure loses the exact resume, never the
+            # step (its record is written; the stamp still names an earlier step, so a resume says it is not exact)
             log.warning("could not keep the LLM's cache after step %d: %s", step, e)
 
     def close(self) -> None:

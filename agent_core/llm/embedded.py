@@ -280,6 +280,12 @@ def _unpark(slot: CacheSlot) -> _SavedCache | None:
     return entry[1] if entry is not None and entry[0]() is slot else None
 
 
+def _owner(llm) -> CacheSlot | None:
+    """The slot whose cache the model holds now (None: no model yet, nobody's, or an agent that is gone)."""
+    ref = getattr(llm, "_swiftsage_owner", None) if llm is not None else None
+    return ref() if ref is not None else None
+
+
 def _take(llm, slot: CacheSlot) -> str:
     """Under the lock: make the model hold `slot`'s cache. Returns what the call found: `held` (the cache was
     already this slot's), `restored` (another slot's calls came between, this one's cache was given back), `empty`
@@ -288,8 +294,7 @@ def _take(llm, slot: CacheSlot) -> str:
     for key in [k for k, (ref, _s) in _SAVED.items() if ref() is None]:  # slots of agents that are gone
         del _SAVED[key]
     slot.calls += 1
-    owner_ref = getattr(llm, "_swiftsage_owner", None)
-    owner = owner_ref() if owner_ref is not None else None
+    owner = _owner(llm)
     if owner is slot:
         return "held" if int(llm.n_tokens) > 0 else "empty"
     if owner is not None and int(llm.n_tokens) > 0:
@@ -371,8 +376,7 @@ class EmbeddedBackend(LLMBackend):
         with _LOCK:
             _unpark(self._slot)
             self._slot.lost = False
-            owner = getattr(llm, "_swiftsage_owner", None) if llm is not None else None
-            if owner is not None and owner() is self._slot:  # (when another agent's cache is held, it stays)
+            if _owner(llm) is self._slot:  # (when another agent's cache is held, it stays)
                 _clear(llm)
 
     def save_cache_file(self, trace: Path, step: int) -> None:
@@ -386,8 +390,7 @@ class EmbeddedBackend(LLMBackend):
             calls = slot.calls
             if calls != slot.filed_calls:
                 llm = self._llm
-                owner = getattr(llm, "_swiftsage_owner", None) if llm is not None else None
-                if owner is not None and owner() is slot:
+                if _owner(llm) is slot:
                     saved = _save_cache(llm) if int(llm.n_tokens) > 0 else None
                 else:
                     entry = _SAVED.get(id(slot))
@@ -437,8 +440,7 @@ class EmbeddedBackend(LLMBackend):
         saved = _SavedCache((ctypes.c_uint8 * len(body)).from_buffer_copy(body), len(body), list(head["tokens"]))
         with _LOCK:
             llm = self._llm or _LOADED.get((self.spec.key, self.n_ctx))
-            owner = getattr(llm, "_swiftsage_owner", None) if llm is not None else None
-            if owner is not None and owner() is self._slot:
+            if _owner(llm) is self._slot:
                 llm._swiftsage_owner = None  # noqa: SLF001 - it holds no run of ours now
             _park(self._slot, saved)
             self._slot.lost = False
