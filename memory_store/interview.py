@@ -65,6 +65,7 @@ class Answer:
     grounding: str = "memories"  # memories: the model answered from them | records: built from the step records
     support: list[dict[str, Any]] = field(default_factory=list)  # Support.to_dict() per answer line
     phrasing: str = ""  # records: how the shown text was worded (the model's phrasing, or why the records' own)
+    cache: str = ""  # embedded model: what the asker's own prompt cache was at the call (held/restored/empty/lost)
 
     def unsupported(self) -> list["Support"]:
         return [s for s in (Support(**d) for d in self.support) if not s.supported]

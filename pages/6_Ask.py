@@ -10,6 +10,8 @@ memory store the agent wrote (AMM). Asking never changes the agent's memory (las
 """
 from __future__ import annotations
 
+import dataclasses
+import json
 import statistics
 import sys
 import threading
@@ -206,13 +208,25 @@ def usual_seconds(model: str) -> float | None:
     return statistics.median(lat[-5:]) if lat else None
 
 
+def own_view(cfg: LLMConfig):
+    """This visitor's own view of the shared backend (the model is loaded once per server): on the embedded model
+    it keeps this visitor's prompt cache apart from other visitors' and from the runs', so an answer does not
+    depend on what someone else asked in between (`LLMBackend.for_agent`). Built on each call's permission check."""
+    shared = llm_backend(cfg)  # loaded here, in the page's own thread (a Streamlit cache); raises if not allowed
+    views = S.setdefault("ask_llm_views", {})
+    key = json.dumps(dataclasses.asdict(cfg), sort_keys=True)
+    if key not in views or views[key][0] is not shared:
+        views[key] = (shared, shared.for_agent())
+    return views[key][1]
+
+
 def _with_model(cfg: LLMConfig, model: str, question: str, call, what: str) -> Answer:
     """Run `call(generate)` in a thread while a box counts the seconds; the model is stopped if the page is left."""
     box = st.empty()
     cancel = threading.Event()
     done: dict = {}
     try:
-        backend = llm_backend(cfg)  # loaded here, in the page's own thread (a Streamlit cache)
+        backend = own_view(cfg)
     except Exception as e:  # noqa: BLE001 - a backend that cannot even be built: shown, not raised
         return Answer(question=question, memory_ids=[], prompt="", error=f"{type(e).__name__}: {e}", model=model)
 
@@ -234,6 +248,7 @@ def _with_model(cfg: LLMConfig, model: str, question: str, call, what: str) -> A
     finally:
         cancel.set()  # the page was left or rerun mid-call: stop the model call too
     box.empty()
+    done["answer"].cache = getattr(backend, "last_cache", "")
     return done["answer"]
 
 

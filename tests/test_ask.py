@@ -177,6 +177,29 @@ def test_page_answers_with_the_real_embedded_model_after_showing_the_memories(tm
 
 @pytest.mark.model
 @pytest.mark.page
+def test_each_visitor_asks_with_their_own_prompt_cache_on_the_shared_model(tmp_path, monkeypatch):
+    """Two visitors of one app share the loaded model (one backend per server); another visitor's question in
+    between must not be read over this visitor's cache, nor theirs over this one's (its answer would then depend
+    on who asked before)."""
+    q = "what do you know about friction?"
+    one, two = _page(tmp_path, monkeypatch), _page(tmp_path, monkeypatch)
+    for at in (one, two, one):
+        at.run()
+        at.chat_input(key="ask_input").set_value(q)
+        at.run()
+        assert not at.exception
+    (shared_one, _), = one.session_state["ask_llm_views"].values()
+    (shared_two, _), = two.session_state["ask_llm_views"].values()
+    assert shared_one is shared_two  # the same loaded backend: the case where their caches could mix
+    first, again = (h["answer"] for h in one.session_state["ask_history"])
+    (other,) = (h["answer"] for h in two.session_state["ask_history"])
+    assert first["cache"] == "empty" and other["cache"] == "empty"  # each began on a cache of its own
+    assert again["cache"] == "restored"  # the other visitor's call came between; this one's cache was given back
+    assert other["raw"] == first["raw"]  # the same prompt on an empty cache: the same answer, whoever asked first
+
+
+@pytest.mark.model
+@pytest.mark.page
 def test_page_unreachable_server_shows_the_memories_and_a_clear_error(tmp_path, monkeypatch):
     at = _page(tmp_path, monkeypatch)
     at.session_state["ask_backend"] = "openai"
