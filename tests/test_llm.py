@@ -10,6 +10,7 @@ from agent_core.config import LLMConfig
 from agent_core.llm import (LLMConnectionError, LLMExhausted, LLMHTTPError, LLMMalformedReply, LLMTimeoutError,
                             ScriptedBackend, make_backend)
 from agent_core.llm.openai_compat import OpenAICompatBackend
+from agent_core.llm.embedded import CACHE_MAGIC
 from tests.llm_server import BadServer, LlamaServer, free_port
 
 PLAN_PROMPT = ("You are playing a text game about science. Task: boil water. You are in the kitchen. "
@@ -387,3 +388,10 @@ def test_a_kept_cache_file_names_its_step_and_goes_on_through_steps_without_a_ca
     assert r.extra["cache_state"] == "restored" and int(r.extra["cached_tokens"]) > 30
     (tmp_path / "run.jsonl.llmcache").write_bytes(b"something else")
     assert "not one this program wrote" in shared.for_agent().load_cache_file(trace, 2)
+    good = (tmp_path / "run.jsonl.llmcache.json").read_text()
+    (tmp_path / "run.jsonl.llmcache.json").write_text("[2]")  # a damaged stamp: a reason, never a crashed resume
+    assert shared.for_agent().load_cache_file(trace, 2) == "the cache's stamp file is damaged"
+    (tmp_path / "run.jsonl.llmcache.json").write_text(good)
+    head = b'["not", "a", "head"]'
+    (tmp_path / "run.jsonl.llmcache").write_bytes(CACHE_MAGIC + len(head).to_bytes(8, "little") + head)
+    assert shared.for_agent().load_cache_file(trace, 2) == "the cache file is damaged"

@@ -275,9 +275,16 @@ def _park(slot: CacheSlot, saved: _SavedCache) -> None:
             gone.lost = True
 
 
-def _unpark(slot: CacheSlot) -> _SavedCache | None:
-    entry = _SAVED.pop(id(slot), None)
+def _parked(slot: CacheSlot) -> _SavedCache | None:
+    """The cache set aside for `slot`, if any (an entry under its id whose slot is gone is another's)."""
+    entry = _SAVED.get(id(slot))
     return entry[1] if entry is not None and entry[0]() is slot else None
+
+
+def _unpark(slot: CacheSlot) -> _SavedCache | None:
+    saved = _parked(slot)
+    _SAVED.pop(id(slot), None)
+    return saved
 
 
 def _owner(llm) -> CacheSlot | None:
@@ -393,8 +400,7 @@ class EmbeddedBackend(LLMBackend):
                 if _owner(llm) is slot:
                     saved = _save_cache(llm) if int(llm.n_tokens) > 0 else None
                 else:
-                    entry = _SAVED.get(id(slot))
-                    saved = entry[1] if entry is not None and entry[0]() is slot else None
+                    saved = _parked(slot)
         if calls != slot.filed_calls:
             if saved is None:
                 data.unlink(missing_ok=True)
@@ -417,8 +423,12 @@ class EmbeddedBackend(LLMBackend):
         data, stamp = cache_files(trace)
         try:
             mark = json.loads(stamp.read_text())
-        except (OSError, ValueError):
+        except OSError:
             return "no cache file was kept beside the trace"
+        except ValueError:
+            mark = None
+        if not isinstance(mark, dict) or not isinstance(mark.get("calls"), (int, type(None))):
+            return "the cache's stamp file is damaged"
         if mark.get("step") != step:
             return f"the kept cache is of step {mark.get('step')}, not {step}"
         if mark.get("calls") is None:  # nothing cached then (no call yet, or its cache was dropped): none now either
@@ -433,6 +443,8 @@ class EmbeddedBackend(LLMBackend):
                 body = f.read()
         except (OSError, ValueError) as e:
             return f"the cache file could not be read ({e})"
+        if not isinstance(head, dict) or not isinstance(head.get("tokens"), list):
+            return "the cache file is damaged"
         want = {"calls": mark["calls"], "model": self.spec.key, "n_ctx": self.n_ctx, "llama_cpp": _llama_cpp_version()}
         wrong = [k for k, v in want.items() if head.get(k) != v]
         if wrong:
