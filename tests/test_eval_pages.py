@@ -11,7 +11,6 @@ from streamlit.testing.v1 import AppTest
 
 from agent_core.config import apply_overrides, preset
 from agent_core.controller import Agent, ScriptedSwift
-from agent_core.evaluate.report import PRESET_LABEL
 from agent_core.llm import ScriptedBackend
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -197,8 +196,17 @@ def test_evaluate_page_opens_the_shipped_cpu_evaluation_on_a_fresh_install(monke
     assert list(table1["episodes"]) == [60] * 5
     assert table1["Final"][0] == pytest.approx(shipped["presets"]["baseline"]["final"], abs=0.01)
     assert "300 of 300 episodes finished" in _text(at)
-    # 4 pairs were played again whole after a Gate-1 fix: the page names each preset's code revision
+    # one revision played all 300 episodes, each task-variation's five whole on one kind of machine, but not all on the
+    # same kind: the page names no second revision, names both machines, and its paired table counts no pair across them
     warning = " ".join(w.value for w in at.warning)
-    assert "more than one code revision" in warning
-    for p, counts in shipped["provenance"]["code_by_preset"].items():
-        assert f"{PRESET_LABEL.get(p, p)} " + ", ".join(f"{k} ({v})" for k, v in counts.items()) in warning
+    assert len(shipped["provenance"]["code"]) == 1
+    assert "more than one code revision" not in warning
+    machines = shipped["provenance"]["machines"]
+    assert len(machines) == 2 and sum(machines.values()) == 300
+    assert "played on more than one machine" in warning
+    for m, n in machines.items():
+        assert f"{m} ({n})" in warning
+    paired = next(d.value for d in at.dataframe if "pairs on two machines" in d.value.columns)
+    assert list(paired["config"]) == ["+AMM", "+SRM", "Full", "Swift alone"]
+    assert list(paired["pairs"]) == [60] * 4
+    assert list(paired["pairs on two machines"]) == [0] * 4
