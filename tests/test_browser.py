@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser_util import (CHROMIUM, ROOT, chromium_page, click_button, open_live, screenshot_full,
-                                served_app, set_number, wait_for_step, wait_idle)
+                                press_for_step, served_app, set_number, wait_for_step, wait_idle)
 
 ARTIFACTS = ROOT / "tests" / "artifacts"
 DOCS_IMG = ROOT / "docs" / "img" / "run_page.png"
@@ -254,19 +254,16 @@ def test_first_visit_tour_keys_and_ask_the_agent_in_chromium(chromium, tmp_path)
         assert "(1 of 4 done)" in _main_text(page)
         _docs_shot(page, "tour.png")
         page.get_by_role("heading", name="SwiftSage Explorer: Run").click()  # focus the page, not a widget
-        page.keyboard.press("ArrowRight")
-        wait_for_step(page, 1, 60)
+        press_for_step(page, "ArrowRight", 1)
         wait_idle(page)
         assert "(2 of 4 done)" in _main_text(page)
-        page.keyboard.press("ArrowRight")
-        wait_for_step(page, 2, 60)
+        press_for_step(page, "ArrowRight", 2)
         # a key pressed while the last key's script run is still drawing can be lost (CI once lost this one): let
         # each run finish before the next key
         wait_idle(page)
-        page.keyboard.press("ArrowLeft")
-        wait_for_step(page, 1, 60)
+        press_for_step(page, "ArrowLeft", 1)
         wait_idle(page)
-        page.keyboard.press("p")  # play: a step every 2 s
+        press_for_step(page, "p", 2, 30)  # play: a step every 2 s
         wait_for_step(page, 3, 30)
         page.keyboard.press("p")  # pause
         wait_idle(page)
