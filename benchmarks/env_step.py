@@ -20,7 +20,7 @@ import argparse
 import statistics
 import time
 
-from agent_core.env import ScienceWorld, catalog, java_strings, simplifications_for
+from agent_core.env import ScienceWorld, catalog, simplifications_for
 from benchmarks.episode_pool import pct
 
 
@@ -74,7 +74,8 @@ def main() -> None:
                 t_ad_list.append(time.perf_counter() - t0)
                 # the same Java list both ways (the game's next call may name objects otherwise: "paint in cup"
                 # and "paint on cup" come and go between two calls in one state)
-                assert listed == java_strings(ad._sw._gateway, java_list), "the one-string read differs"  # noqa: SLF001
+                joined = ad._sw._gateway.jvm.java.lang.String.join("\n", java_list)  # noqa: SLF001
+                assert listed == (joined.split("\n") if joined else []), "the one-string read differs"
     raw.close()
     ad.close()
     m_raw, m_ad, m_adv, m_adl = (statistics.median(x) * 1e3 for x in (t_raw, t_ad, t_ad_valid, t_ad_list))

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from agent_core.env import EnvError, ScienceWorld, TaskCatalog, catalog, java_strings, simplifications_for
+from agent_core.env import EnvError, ScienceWorld, TaskCatalog, catalog, simplifications_for
 from agent_core.observation import listing, same_lines_reordered
 from tests.conftest import usual_look
 
@@ -196,27 +196,3 @@ def test_a_listing_in_another_order_is_told_from_another_room(a, b, reordered):
 def test_catalog_file_is_required(tmp_path):
     with pytest.raises(FileNotFoundError, match="--build-catalog"):
         TaskCatalog.load(tmp_path / "nope.json")
-
-
-@pytest.mark.jvm
-def test_valid_actions_read_as_one_string_are_the_games_list(sw_env):
-    """The valid actions come back as one string joined in the JVM: the same strings in the same order as py4j's
-    element-by-element read of the same Java list; a string holding the separator, or an empty one, is read
-    element by element instead of being split wrongly."""
-    sw_env.reset("boil", catalog().get("boil").test[0])
-    gateway = sw_env._sw._gateway
-    for action in ("open door to kitchen", "go to kitchen"):
-        sw_env.step(action)
-        java_list = sw_env._sw.server.getValidActionObjectCombinations()
-        got = java_strings(gateway, java_list)
-        assert got == list(java_list) and len(got) > 100
-    assert sw_env.valid_actions()[:1] and "look around" in sw_env.valid_actions()
-    odd = gateway.jvm.java.util.ArrayList()
-    for s in ("look around", "a\nb", ""):
-        odd.add(s)
-    assert java_strings(gateway, odd) == ["look around", "a\nb", ""]
-    empty = gateway.jvm.java.util.ArrayList()
-    assert java_strings(gateway, empty) == []
-    one_empty = gateway.jvm.java.util.ArrayList()
-    one_empty.add("")
-    assert java_strings(gateway, one_empty) == [""]
