@@ -261,19 +261,8 @@ class ScienceWorld:
     def valid_actions(self) -> list[str]:
         """The valid-action set of the current state (computed on demand, cached until the next step)."""
         if self._valid_cache is None:
-            self._valid_cache = self._with_restart(self._fetch_valid_actions)
+            self._valid_cache = self._with_restart(lambda: list(self._sw.server.getValidActionObjectCombinations()))
         return self._valid_cache
-
-    def _fetch_valid_actions(self) -> list[str]:
-        """The game's list, joined into one string in the JVM: `list()` of a py4j list is one round trip per action
-        (~400-2,700 of them); one string makes the read 1.14x faster at the median and 1.47x at p95, the game's
-        own work being the rest (benchmarks/env_step.py). Same list, same order, one call into the game per step
-        as before (its next call may name objects otherwise). Should an action ever hold the separator, the count
-        tells and the list is read element by element."""
-        java_list = self._sw.server.getValidActionObjectCombinations()
-        joined = self._sw._gateway.jvm.java.lang.String.join("\n", java_list)  # noqa: SLF001 - py4j's gateway
-        actions = joined.split("\n") if joined else []
-        return actions if len(actions) == java_list.size() else list(java_list)
 
     def object_names(self) -> dict[str, list[str]]:
         """Every name the game gives each object in scope, by the name its actions use: `cloth sittable` ->

@@ -5,9 +5,7 @@
 Both replay the gold action sequence of each task's first test variation, in the same JVM process
 (the adapter wraps one `ScienceWorldEnv`; the raw env is a second one), alternating so both see the
 same machine load. The adapter's step returns the observation, score, look and inventory; valid
-actions are computed on demand, so a step that also asks for them is timed separately, and so is the same
-list read the way the adapter read it until 2026-12-07 (py4j's `list()`, a round trip per action) as the
-reference for the one-string read it does now.
+actions are computed on demand, so a step that also asks for them is timed separately.
 """
 from __future__ import annotations
 
@@ -37,7 +35,6 @@ def main() -> None:
     t_raw: list[float] = []
     t_ad: list[float] = []
     t_ad_valid: list[float] = []
-    t_ad_list: list[float] = []
     for name in args.tasks:
         var = catalog().get(name).test[0]
         simp = simplifications_for(name)
@@ -65,29 +62,15 @@ def main() -> None:
                 ad.step(a)
                 ad.valid_actions()
                 t_ad_valid.append(time.perf_counter() - t0)
-            ad.reset(name, var)
-            for a in gold:
-                t0 = time.perf_counter()
-                ad.step(a)
-                java_list = ad._sw.server.getValidActionObjectCombinations()  # noqa: SLF001 - the old read
-                listed = list(java_list)
-                t_ad_list.append(time.perf_counter() - t0)
-                # the same Java list both ways (the game's next call may name objects otherwise: "paint in cup"
-                # and "paint on cup" come and go between two calls in one state)
-                joined = ad._sw._gateway.jvm.java.lang.String.join("\n", java_list)  # noqa: SLF001
-                assert listed == (joined.split("\n") if joined else []), "the one-string read differs"
     raw.close()
     ad.close()
-    m_raw, m_ad, m_adv, m_adl = (statistics.median(x) * 1e3 for x in (t_raw, t_ad, t_ad_valid, t_ad_list))
+    m_raw, m_ad, m_adv = (statistics.median(x) * 1e3 for x in (t_raw, t_ad, t_ad_valid))
     print(f"tasks: {', '.join(args.tasks)}; {len(t_raw)} steps each way")
     print(f"{'':32s} {'median ms':>10s} {'p95 ms':>8s}")
     print(f"{'raw scienceworld env.step':32s} {m_raw:10.2f} {pct(t_raw, .95) * 1e3:8.2f}")
     print(f"{'adapter step':32s} {m_ad:10.2f} {pct(t_ad, .95) * 1e3:8.2f}")
     print(f"{'adapter step + valid_actions()':32s} {m_adv:10.2f} {pct(t_ad_valid, .95) * 1e3:8.2f}")
-    print(f"{'  the same, list() per action':32s} {m_adl:10.2f} {pct(t_ad_list, .95) * 1e3:8.2f}")
     print(f"speed-up of adapter step over raw: {m_raw / m_ad:.1f}x")
-    print(f"step + valid actions, one string vs list() per action: {m_adl / m_adv:.2f}x "
-          f"(valid actions alone: {(m_adl - m_ad) / max(m_adv - m_ad, 1e-9):.2f}x)")
 
 
 if __name__ == "__main__":
