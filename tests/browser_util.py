@@ -189,7 +189,11 @@ def press_for_step(page, key: str, n: int, timeout_s: float = 60) -> None:
     if now == n:
         return
     active = page.evaluate("() => document.activeElement ? document.activeElement.tagName : null")
-    print(f"press_for_step: {key} left the page idle at step {now} (focus on {active}), not {n}: pressing again")
+    said = f"press_for_step: {key} left the page idle at step {now} (focus on {active}), not {n}: pressing again"
+    print(said)
+    (ROOT / "tests" / "artifacts").mkdir(parents=True, exist_ok=True)  # a record: are keys lost under load?
+    with open(ROOT / "tests" / "artifacts" / "press_for_step.log", "a") as f:
+        f.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {said}\n")
     page.keyboard.press(key)
     try:
         wait_for_step(page, n, timeout_s)
