@@ -15,15 +15,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere
 
+from agent_core.evaluate.metrics import episode_metrics  # noqa: E402
 from agent_core.evaluate.paired import first_divergence  # noqa: E402
 from agent_core.provenance import describe_machine  # noqa: E402
 from agent_core.trace import Episode, read_episode  # noqa: E402
 
 
 def llm_calls(ep: Episode) -> tuple[int, int, float]:
-    """(calls, failed calls, slowest call in seconds) over the episode's steps."""
-    calls = [c for s in ep.steps for c in s.llm_calls]
-    return len(calls), sum(1 for c in calls if c.error), max((c.latency_s for c in calls), default=0.0)
+    """(calls, failed calls, slowest call in seconds) over the episode's steps: the counts as the evaluation's
+    report makes them (episode_metrics), the slowest call, which it does not give."""
+    m = episode_metrics(ep)
+    slowest = max((c.latency_s for s in ep.steps for c in s.llm_calls), default=0.0)
+    return sum(m["llm_calls"].values()), m["llm_errors"], slowest
 
 
 def compare(old: Path, new: Path, preset: str, listing: bool = False) -> dict:
@@ -40,7 +43,7 @@ def compare(old: Path, new: Path, preset: str, listing: bool = False) -> dict:
         c, f, s = llm_calls(b)
         out["calls"], out["failed"], out["slowest"] = out["calls"] + c, out["failed"] + f, max(out["slowest"], s)
         step = first_divergence(a.steps, b.steps)
-        finals = tuple(e.summary.final_score if e.summary else None for e in (a, b))
+        finals = tuple(episode_metrics(e)["raw_final"] for e in (a, b))
         out["same_actions"] += step is None
         out["same_final"] += finals[0] == finals[1]
         if step is not None:

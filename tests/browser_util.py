@@ -163,7 +163,8 @@ def wait_for_step(page, n: int, timeout_s: float) -> str:
     return handle.json_value()
 
 
-def _header_step(page) -> int | None:
+def header_step(page) -> int | None:
+    """The step the page's header shows now ('Step n · ...'), or None before it is drawn."""
     text = page.evaluate("() => { const h = [...document.querySelectorAll('h3')].find(e => e.innerText.startsWith("
                          "'Step ')); return h ? h.innerText : null; }")
     try:
@@ -185,7 +186,7 @@ def press_for_step(page, key: str, n: int, timeout_s: float = 60) -> None:
     except Exception:  # noqa: BLE001 - judged below
         pass
     wait_idle(page, timeout_s)
-    now = _header_step(page)
+    now = header_step(page)
     if now == n:
         return
     active = page.evaluate("() => document.activeElement ? document.activeElement.tagName : null")
@@ -198,7 +199,7 @@ def press_for_step(page, key: str, n: int, timeout_s: float = 60) -> None:
     try:
         wait_for_step(page, n, timeout_s)
     except Exception as e:  # noqa: BLE001
-        raise AssertionError(f"{key} twice did not reach step {n}: the header says step {_header_step(page)}, "
+        raise AssertionError(f"{key} twice did not reach step {n}: the header says step {header_step(page)}, "
                              f"focus on {active}") from e
 
 

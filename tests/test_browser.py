@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser_util import (CHROMIUM, ROOT, chromium_page, click_button, open_live, screenshot_full,
-                                press_for_step, served_app, set_number, wait_for_step, wait_idle)
+                                header_step, press_for_step, served_app, set_number, wait_for_step, wait_idle)
 
 ARTIFACTS = ROOT / "tests" / "artifacts"
 DOCS_IMG = ROOT / "docs" / "img" / "run_page.png"
@@ -267,8 +267,8 @@ def test_first_visit_tour_keys_and_ask_the_agent_in_chromium(chromium, tmp_path)
         wait_for_step(page, 3, 30)
         page.keyboard.press("p")  # pause
         wait_idle(page)
-        paused_at = int(page.evaluate("() => [...document.querySelectorAll('h3')].find(e => "
-                                      "e.innerText.startsWith('Step ')).innerText.split(' ')[1]"))
+        paused_at = header_step(page)
+        assert paused_at is not None
         page.wait_for_timeout(4500)
         assert f"Step {paused_at} ·" in _main_text(page)  # it stays paused
         click_button(page, "Go to step 10")
