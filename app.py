@@ -15,7 +15,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 from views import share  # noqa: E402 - after the offline switches
-from views.app_shell import case_insensitive_url  # noqa: E402
+from views.app_shell import case_insensitive_url, refuse_bad_query, run_page  # noqa: E402
 
 st.set_page_config(page_title="SwiftSage Explorer", page_icon="🧪", layout="wide")
 
@@ -28,7 +28,9 @@ PAGES = [
     st.Page("pages/5_Compare.py", title="Compare", icon="🔀", url_path="compare"),
     st.Page("pages/6_Ask.py", title="Ask the agent", icon="💬", url_path="ask"),
 ]
+share.refuse_unserved_host()  # a name the app does not serve (DNS rebinding) gets one line and nothing else
 share.lower_priority_for_visitors()  # a classroom's visitors draw their pages below the teacher's run
 case_insensitive_url([p.url_path for p in PAGES])
+refuse_bad_query()
 nav = st.navigation(PAGES)
-nav.run()
+run_page(nav, visitor=share.share_mode())

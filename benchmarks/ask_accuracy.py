@@ -137,7 +137,7 @@ def answer(q: Question, mode: str, model: str, llm) -> dict:
     from views.ask_records import answer_from_records
 
     ep = read_episode(ROOT / q.trace, tolerant=True)
-    stream = episode_stream(ROOT / q.trace, ep.header, ep.steps)
+    stream = episode_stream(ep.header, ep.steps)
     gen = lambda p: llm.chat(p, max_tokens=ANSWER_MAX_TOKENS, stop=list(STOP)).text  # noqa: E731
     t0 = time.perf_counter()
     if mode == "records":

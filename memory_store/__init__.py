@@ -44,9 +44,18 @@ def open_stream(config: MemoryConfig | None = None, path: str | None = None) -> 
         return stream
 
 
+def close_stream(stream: MemoryStream) -> None:
+    """Close a stream that `open_stream` handed out and forget it (every settings view of it), so its Chroma client and
+    in-memory index are freed; the next `open_stream` of its directory opens it afresh. For stores only one part
+    of the app uses (the Ask page's episode stores), never for the agent's."""
+    with _streams_lock:
+        for key in [k for k, v in _streams.items() if v.path == stream.path]:
+            _streams.pop(key).release()
+
+
 __all__ = [
     "ENV_MEMORY_DIR", "EMBEDDING_DIM", "MEMORY_TYPES", "TYPE_COLORS", "Embedder", "ImportanceRating", "Insight",
-    "LLMExchange", "Memory", "MemoryConfig", "MemoryStream", "ReflectionResult", "RetrievalResult",
+    "LLMExchange", "Memory", "MemoryConfig", "close_stream", "MemoryStream", "ReflectionResult", "RetrievalResult",
     "ScoredCandidate", "TAG_COLORS", "get_embedder", "load_demo_items", "maybe_reflect", "open_stream", "rate_importance",
     "reflect", "seed_demo", "should_reflect",
 ]

@@ -356,8 +356,12 @@ class MemoryStream:
             raise FileNotFoundError(f"the memory store at {self.path} is gone (its directory was removed)")
 
     def refresh(self, force: bool = False) -> bool:
-        """Reload the mirror from disk when another writer changed the store; True if reloaded."""
+        """Reload the mirror from disk when another writer changed the store; True if reloaded. While a writer holds
+        its access times (an agent mid-step, `hold_access`), nothing is written or reloaded: the held times are
+        written with the step's record, or dropped with it."""
         with self._lock:
+            if self.hold_access and self._pending_access:
+                return False
             if force or self._collection.count() != self._m.n:
                 self.flush()
                 self._load()
@@ -525,6 +529,20 @@ class MemoryStream:
         self.flush()
         if self._dirty:
             self.save_snapshot()
+
+    def release(self) -> None:
+        """Close, then free the Chroma client of a local store (its system, index and sqlite handles) for this
+        process. The stream must not be used afterwards."""
+        with self._lock:
+            self.close()
+            if self.remote:
+                return
+            from chromadb.api.shared_system_client import SharedSystemClient
+
+            ident = getattr(self._client, "_identifier", None)
+            system = SharedSystemClient._identifier_to_system.pop(ident, None)  # noqa: SLF001 - pinned chromadb
+            if system is not None:
+                system.stop()
 
     def delete(self, ids: Sequence[str]) -> int:
         """Remove these memories (unknown ids are ignored); returns how many were removed. Ids are positional

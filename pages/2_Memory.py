@@ -21,6 +21,7 @@ import streamlit as st  # noqa: E402
 
 from memory_store import seed_demo  # noqa: E402
 from views import share  # noqa: E402
+from views.common import md_code, md_text  # noqa: E402
 from views.memory_charts import panel_projection, panel_recency_importance  # noqa: E402
 from views.memory_explorer import (memory_frame, open_store, panel_query, panel_table, panel_trace,  # noqa: E402
                                    parse_result, render_retrieval)
@@ -59,12 +60,12 @@ with st.sidebar:
 opened = S.get("mem_opened_retrieval")
 if opened:
     with st.container(border=True):
-        st.markdown(f"**Retrieval opened from the Run page:** {opened.get('label', '')}")
+        st.markdown(f"**Retrieval opened from the Run page:** {md_text(opened.get('label', ''))}")
         st.caption("Exactly as the agent recorded it at that step (the trace keeps every candidate's scores, "
                    "so this works even when the store is gone). Move the weights to see how it would rank "
                    "with other weights.")
         if opened.get("missing_store"):
-            st.caption(f"The run that recorded it kept its memory in a store (`{opened['missing_store']}`) that is "
+            st.caption(f"The run that recorded it kept its memory in a store ({md_code(opened['missing_store'])}) that is "
                        f"not on this machine, so the store shown below is another one: {why_default}.")
         result = parse_result(opened["result"])
         if result is not None:
@@ -79,8 +80,8 @@ except share.PathRefused as e:
     st.error(str(e))
     traces_only()
 if not is_store(store_dir):
-    st.warning(f"There is no memory store at {store_dir!r} (no chroma.sqlite3 there), so nothing was opened or "
-               f"created. Enter the directory of a store, for example {default_dir!r}.")
+    st.warning(f"There is no memory store at {md_text(repr(store_dir))} (no chroma.sqlite3 there), so nothing was "
+               f"opened or created. Enter the directory of a store, for example {md_text(repr(default_dir))}.")
     refusal = None
     try:
         share.checked_path(store_dir, what="memory stores", create=True)
@@ -88,8 +89,10 @@ if not is_store(store_dir):
         refusal = str(e)
     if not share.unlocked():
         refusal = "In a shared class only the teacher (with the passcode) creates memory stores."
+    # checked again here, not only by `disabled`: a crafted message can press a disabled button
     if st.button("Create a small demo store there", key="mem_seed_new", disabled=refusal is not None,
-                 help=refusal or "Writes a hand-written demo of ScienceWorld memories into a new store at this path."):
+                 help=refusal or "Writes a hand-written demo of ScienceWorld memories into a new store at this path.") \
+            and refusal is None:
         with st.spinner("Embedding the demo memories..."):
             seed_demo(open_store(store_dir))
         st.rerun()
@@ -99,7 +102,7 @@ if not is_store(store_dir):
 try:
     stream = open_store(store_dir)
 except Exception as e:  # a broken store must leave the rest of the app usable
-    st.error(f"Cannot open the memory store at {store_dir!r}: {type(e).__name__}: {e}")
+    st.error(f"Cannot open the memory store at {md_text(repr(store_dir))}: {type(e).__name__}: {md_text(e)}")
     st.stop()
 
 frame = memory_frame(stream)
@@ -111,13 +114,15 @@ m3.metric("Plans", int(counts.get("plan", 0)), help="Sage's plans (Q1-Q5 answers
 m4.metric("Reflections", int(counts.get("reflection", 0)), help="Conclusions drawn from other memories.")
 with m5:
     if st.button("Reload from disk", key="mem_reload", help="Read the store again (another process may write it)."):
-        stream.refresh(force=True)
-        st.rerun()
+        if stream.refresh(force=True):
+            st.rerun()
+        st.caption("The agent is in the middle of a step on this store: reload once its step is recorded.")
 
 if len(frame) == 0:
-    st.info(f"The memory store at {stream.path} is empty. Run the agent with AMM on to fill it, or seed a small "
+    st.info(f"The memory store at {md_text(stream.path)} is empty. Run the agent with AMM on to fill it, or seed a small "
             "demo store of ScienceWorld memories (boiling water, growing a plant, testing conductivity).")
-    if st.button("Seed demo store", key="mem_seed", type="primary", disabled=not share.unlocked()):
+    if st.button("Seed demo store", key="mem_seed", type="primary", disabled=not share.unlocked()) \
+            and share.unlocked():
         with st.spinner("Embedding the demo memories..."):
             seed_demo(stream)
         st.rerun()

@@ -19,6 +19,7 @@ import streamlit as st  # noqa: E402
 from agent_core.evaluate import load_results  # noqa: E402
 from agent_core.evaluate.report import mixed_code_line  # noqa: E402
 from views import evaluation as ev  # noqa: E402
+from views.common import md_code, md_text  # noqa: E402
 from views import sources  # noqa: E402
 
 S = st.session_state
@@ -38,11 +39,15 @@ def _results(path: str, stamp: float):
 dirs = sources.evaluation_dirs()
 wanted = st.query_params.get("eval")
 if wanted:
-    match = [d for d in dirs if d.name == wanted or str(d.resolve()) == str((sources.ROOT / wanted).resolve())]
+    try:
+        asked = str((sources.ROOT / wanted).resolve())
+    except (OSError, ValueError, RuntimeError):  # a value no path has (the app shell drops control characters)
+        asked = ""
+    match = [d for d in dirs if d.name == wanted or str(d.resolve()) == asked]
     if match:
         S["eval_dir"] = str(match[0].resolve())
     else:
-        st.error(f"`{wanted}` is not an evaluation under {sources.evals_dir()} or {sources.shipped_evals_dir()}; "
+        st.error(f"{md_code(wanted)} is not an evaluation under {sources.evals_dir()} or {sources.shipped_evals_dir()}; "
                  f"choose one below.")
 if not dirs:
     st.info(f"No evaluations yet under `{sources.evals_dir()}`. Run one, for example:\n\n"
@@ -72,21 +77,22 @@ except (OSError, ValueError) as e:
     st.stop()
 
 spec = res["spec"]
-st.markdown(f"**{Path(path).name}**: {res['episodes_done']} of {res['episodes_asked']} episodes finished · split "
-            f"`{spec['split']}` · step limit {spec['step_limit']} · " +
-            (f"variations {spec['variation_list']}" if spec.get("variation_list") else
-             f"first {spec['variations']} {spec['split']} variation(s) per task") +
-            (f" · overrides `{' '.join(spec['overrides'])}`" if spec.get("overrides") else ""))
+st.markdown(f"**{md_text(Path(path).name)}**: {res['episodes_done']} of {res['episodes_asked']} episodes finished · "
+            f"split {md_code(spec['split'])} · step limit {md_text(spec['step_limit'])} · " +
+            (f"variations {md_text(spec['variation_list'])}" if spec.get("variation_list") else
+             f"first {md_text(spec['variations'])} {md_text(spec['split'])} variation(s) per task") +
+            (f" · overrides {md_code(' '.join(map(str, spec['overrides'])))}" if spec.get("overrides") else ""))
 if res["missing"]:
     st.warning(f"{len(res['missing'])} episode(s) not finished yet (still running, or interrupted: rerun the same "
                f"command to resume).")
 mixed = mixed_code_line(res.get("provenance") or {})
 if mixed:  # a re-play of some presets after a fix: say which preset ran which code
-    st.warning(mixed[0].upper() + mixed[1:] + " Paired differences then compare agents of different revisions.")
+    st.warning(md_text(mixed[0].upper() + mixed[1:]) + " Paired differences then compare agents of different "
+               "revisions.")  # the recorded revisions and preset names, escaped
 machines = (res.get("provenance") or {}).get("machines") or {}
 if len([m for m in machines if m != "not recorded"]) > 1:  # pairs may then mix a mechanism with a CPU's rounding
     st.warning("The episodes were played on more than one machine: " +
-               ", ".join(f"{k} ({v})" for k, v in machines.items()) + ". The paired table below counts the pairs "
+               md_text(", ".join(f"{k} ({v})" for k, v in machines.items())) + ". The paired table below counts the pairs "
                "whose two episodes were played on different kinds of machine (CPU model or vector instructions).")
 if not res["preset_order"]:
     st.info("No episode has finished yet.")
@@ -131,10 +137,12 @@ if res.get("paired"):
             r = adf.iloc[asel[0]]
             q = {"a": sources.link_path(r["trace_ref"]), "b": sources.link_path(r["trace"]), "step": str(r["step"])}
             try:
-                st.page_link("pages/5_Compare.py", label=f"Compare {r['task']} v{r['variation']} at step {r['step']}",
+                st.page_link("pages/5_Compare.py", label=f"Compare {md_text(r['task'])} v{md_text(r['variation'])} "
+                                                         f"at step {md_text(r['step'])}",
                              icon="🔀", query_params=q)
             except Exception:  # noqa: BLE001 - the page runs on its own (tests): give the link as text
-                st.markdown(f"Compare: `compare?a={q['a']}&b={q['b']}&step={q['step']}`")
+                link = f"compare?a={q['a']}&b={q['b']}&step={q['step']}"
+                st.markdown(f"Compare: {md_code(link)}")
 
 st.subheader("Episodes")
 st.caption("Select a row to open the episode on the Run page, or next to the same task and variation under "
@@ -157,8 +165,9 @@ sel = event.selection.rows if event is not None and hasattr(event, "selection") 
 if sel:
     row = view.iloc[sel[0]]
     trace = row["trace"]
-    st.markdown(f"**{row['task']} v{row['variation']} · {row['preset']}**: final {row['final']:g} in {row['steps']} "
-                f"steps ({row['ended']}).")
+    st.markdown(f"**{md_text(row['task'])} v{md_text(row['variation'])} · {md_text(row['preset'])}**: final "
+                f"{row['final']:g} in {md_text(row['steps'])} "
+                f"steps ({md_text(row['ended'])}).")
     b1, b2 = st.columns(2)
     if b1.button("Open on the Run page", key="eval_open_run"):
         S["run_source"], S["run_open_trace"], S["run_trace"] = "Recorded episode", trace, trace
@@ -170,9 +179,10 @@ if sel:
     for _, o in others.iterrows():
         q = {"a": sources.link_path(trace), "b": sources.link_path(o["trace"])}
         try:
-            b2.page_link("pages/5_Compare.py", label=f"Compare with {o['preset']}", query_params=q)
+            b2.page_link("pages/5_Compare.py", label=f"Compare with {md_text(o['preset'])}", query_params=q)
         except Exception:  # noqa: BLE001 - the page runs on its own (tests): give the link as text
-            b2.markdown(f"Compare with {o['preset']}: `compare?a={q['a']}&b={q['b']}`")
+            link = f"compare?a={q['a']}&b={q['b']}"
+            b2.markdown(f"Compare with {md_text(o['preset'])}: {md_code(link)}")
 if res.get("problems"):
     with st.expander(f"{len(res['problems'])} trace(s) not counted"):
         for p in res["problems"]:

@@ -93,5 +93,18 @@ if [ $WITH_TESTS = 1 ]; then
     fi
     [ -x /usr/bin/chromium ] || { echo "ERROR: apt-get installed chromium but /usr/bin/chromium is missing" >&2; exit 1; }
   fi
+  # tests/test_probe.py puts a real nginx in front of the app (a classroom behind a proxy). Debian's package is
+  # unpacked into the cache, not installed: installing it would start a web server on port 80.
+  NGINX_DIR=${SWIFTSAGE_NGINX_DIR:-$HOME/.cache/swiftsage/nginx}
+  if ! command -v nginx >/dev/null 2>&1 && [ ! -x "$NGINX_DIR/usr/sbin/nginx" ]; then
+    say "unpacking Debian's nginx into $NGINX_DIR (for the proxy test)"
+    tmp=$(mktemp -d)
+    if ! (cd "$tmp" && apt-get download nginx >/dev/null 2>&1); then
+      if [ "$(id -u)" = 0 ]; then apt-get update -qq; elif command -v sudo >/dev/null; then sudo apt-get update -qq; fi
+      (cd "$tmp" && apt-get download nginx >/dev/null 2>&1) || { echo "ERROR: apt-get download nginx failed" >&2; exit 1; }
+    fi
+    mkdir -p "$NGINX_DIR" && dpkg -x "$tmp"/nginx_*.deb "$NGINX_DIR" && rm -rf "$tmp"
+    "$NGINX_DIR/usr/sbin/nginx" -v 2>/dev/null || { echo "ERROR: the unpacked nginx does not run" >&2; exit 1; }
+  fi
 fi
 say "done"

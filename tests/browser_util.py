@@ -269,3 +269,62 @@ def main() -> None:  # pragma: no cover - a manual helper
 
 if __name__ == "__main__":
     main()
+
+
+def nginx_binary() -> str:
+    """Debian's nginx: on the PATH, or unpacked by `scripts/setup.sh --tests` into the cache (never installed as a
+    service)."""
+    import shutil
+
+    found = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin")
+    cached = Path(os.environ.get("SWIFTSAGE_NGINX_DIR") or Path.home() / ".cache" / "swiftsage" / "nginx")
+    found = found or (str(cached / "usr" / "sbin" / "nginx") if (cached / "usr" / "sbin" / "nginx").exists() else None)
+    if not found:
+        raise RuntimeError("no nginx: run `bash scripts/setup.sh --tests`, which unpacks Debian's into the cache")
+    return found
+
+
+# two ways a proxy on the same machine passes a browser on to the app:
+# - "forwarding": the setup most guides give for Streamlit (the visitor's Host kept, X-Forwarded-For added);
+# - "plain": nginx's defaults (Host rewritten to the app's own 127.0.0.1:PORT, no forwarding header) - only the
+#   browser's Origin still names where the visitor came from.
+NGINX_SERVER = {
+    "forwarding": "proxy_set_header Host $http_host; proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for; "
+                  "proxy_set_header X-Forwarded-Proto $scheme;",
+    "plain": "",
+}
+
+
+@contextlib.contextmanager
+def nginx_proxy(app_url: str, work: Path) -> Iterator[dict[str, str]]:
+    """A real nginx on 127.0.0.1 in front of a served app, one server per NGINX_SERVER mode; yields mode -> URL."""
+    work.mkdir(parents=True, exist_ok=True)
+    upstream = app_url.split("//", 1)[1]
+    ports = {mode: free_port() for mode in NGINX_SERVER}
+    servers = "\n".join(
+        f"server {{ listen 127.0.0.1:{ports[m]}; location / {{ proxy_pass http://{upstream}; proxy_http_version 1.1; "
+        f"proxy_set_header Upgrade $http_upgrade; proxy_set_header Connection $connection_upgrade; "
+        f"proxy_read_timeout 3600s; {extra} }} }}" for m, extra in NGINX_SERVER.items())
+    conf = work / "nginx.conf"
+    conf.write_text(f"""daemon off; master_process off; worker_processes 1; pid {work}/nginx.pid;
+error_log {work}/error.log info;
+events {{ worker_connections 256; }}
+http {{
+  access_log {work}/access.log;
+  client_body_temp_path {work}/body; proxy_temp_path {work}/proxy; fastcgi_temp_path {work}/fastcgi;
+  uwsgi_temp_path {work}/uwsgi; scgi_temp_path {work}/scgi;
+  map $http_upgrade $connection_upgrade {{ default upgrade; '' close; }}
+  {servers}
+}}
+""")
+    proc = subprocess.Popen([nginx_binary(), "-p", str(work), "-c", str(conf), "-e", str(work / "error.log")],
+                            stdout=open(work / "stdout.log", "w"), stderr=subprocess.STDOUT, start_new_session=True)
+    urls = {m: f"http://127.0.0.1:{p}" for m, p in ports.items()}
+    try:
+        for m, u in urls.items():
+            wait_for_http(f"{u}/_stcore/health", proc, work / "error.log", 30, f"nginx ({m})")
+        yield urls
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=10)

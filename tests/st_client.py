@@ -35,18 +35,28 @@ class Session:
     runs_finished: int = 0
     bytes_in: int = 0
     page_hash: str = ""
+    # what the page drew: every markdown, alert, caption, button, radio and expander text, in order (probe tests)
+    texts: list[str] = field(default_factory=list)
+    page: str = ""  # a page's URL path to open (e.g. "compare"); "" = the default page
+    host: str = ""  # the name to ask for (Host header); the connection still goes to the URL's address
+    headers: dict[str, str] = field(default_factory=dict)  # more request headers (e.g. an Origin)
+    widgets: dict[str, str] = field(default_factory=dict)  # a button's or text field's label -> its widget id
     _ws: object = None
     _fragments: dict[str, asyncio.Task] = field(default_factory=dict)
     connected: asyncio.Event = field(default_factory=asyncio.Event)
 
-    async def send_rerun(self, query: str | None = None, fragment_id: str = "") -> bool:
-        """Ask for a script run (a fragment's, with its id); False when the connection is gone."""
+    async def send_rerun(self, query: str | None = None, fragment_id: str = "", widget_states=None) -> bool:
+        """Ask for a script run (a fragment's, with its id), with these widget values (a list of WidgetState: what a
+        browser sends, or a crafted message); False when the connection is gone."""
+        from streamlit.proto.WidgetStates_pb2 import WidgetStates
         from websockets.exceptions import ConnectionClosed
 
         if query is not None:
             self.query = query
         msg = BackMsg(rerun_script=ClientState(query_string=self.query, page_script_hash=self.page_hash,
-                                               fragment_id=fragment_id, is_auto_rerun=bool(fragment_id)))
+                                               fragment_id=fragment_id, is_auto_rerun=bool(fragment_id),
+                                               page_name=self.page if not self.page_hash else "",
+                                               widget_states=WidgetStates(widgets=widget_states or [])))
         try:
             await self._ws.send(msg.SerializeToString())
             return True
@@ -76,11 +86,23 @@ class Session:
             el = msg.delta.new_element
             which = el.WhichOneof("type")
             if which == "markdown":
+                self.texts.append(el.markdown.body)
                 m = STEP_HEADER.match(el.markdown.body)
                 if m:
                     self.steps_seen.setdefault(int(m.group(1)), time.time())
             elif which == "exception":
+                self.texts.append(f"{el.exception.type}: {el.exception.message}\n" + "\n".join(el.exception.stack_trace))
                 self.errors.append(f"{self.name}: page exception {el.exception.type}: {el.exception.message[:200]}")
+            elif which == "alert":
+                self.texts.append(el.alert.body)
+            elif which in ("button", "radio", "selectbox", "text_input"):
+                w = getattr(el, which)
+                self.texts.append(" | ".join([w.label, *getattr(w, "options", [])]))
+                self.widgets[w.label] = w.id
+        elif kind == "delta" and msg.delta.WhichOneof("type") == "add_block":
+            block = msg.delta.add_block
+            if block.WhichOneof("type") == "expandable":
+                self.texts.append(block.expandable.label)
         elif kind == "auto_rerun":
             fid, every = msg.auto_rerun.fragment_id, msg.auto_rerun.interval
             if fid not in self._fragments:
@@ -96,9 +118,15 @@ class Session:
         from websockets.asyncio.client import connect
 
         ws_url = self.url.replace("http://", "ws://").rstrip("/") + "/_stcore/stream"
+        extra = {}
+        if self.host:  # ask for another name, connect to the same address (a DNS answer pointing here)
+            address = ws_url.split("//", 1)[1].split("/", 1)[0]
+            name, port = address.rsplit(":", 1)
+            ws_url = ws_url.replace(address, f"{self.host}:{port}", 1)
+            extra = {"host": name, "port": int(port)}
         try:
             async with connect(ws_url, subprotocols=["streamlit"], max_size=None, open_timeout=60,
-                               ping_interval=None) as ws:
+                               ping_interval=None, additional_headers=self.headers or None, **extra) as ws:
                 self._ws = ws
                 await self.send_rerun()
                 self.connected.set()

@@ -45,7 +45,7 @@ def episode(tmp_path_factory):
     os.environ["SWIFTSAGE_RUNS_DIR"] = str(runs)
     ep = read_episode(AMM)
     try:
-        yield ep, episode_stream(AMM, ep.header, ep.steps), runs
+        yield ep, episode_stream(ep.header, ep.steps), runs
     finally:
         if old is None:
             os.environ.pop("SWIFTSAGE_RUNS_DIR")
@@ -75,7 +75,7 @@ def test_an_episode_becomes_a_memory_stream(episode):
     plans = [i for i in items if i["type"] == "plan"]
     assert plans and all(p["description"].startswith("My plan at step") for p in plans)
     # reopened, not rewritten
-    again = episode_stream(AMM, ep.header, ep.steps)
+    again = episode_stream(ep.header, ep.steps)
     assert len(again) == len(items) and [m.id for m in again.memories()] == [m.id for m in stream.memories()]
     assert str(runs) in again.path
 
@@ -341,7 +341,7 @@ def test_the_kitchen_question_on_a_boil_episode_with_the_real_smollm2(tmp_path, 
 
     monkeypatch.setenv("SWIFTSAGE_RUNS_DIR", str(tmp_path / "runs"))
     ep = read_episode(BOIL)
-    stream = episode_stream(BOIL, ep.header, ep.steps)
+    stream = episode_stream(ep.header, ep.steps)
     q = "Why did you go to the kitchen?"
     exact = answer_from_records(q, ep.header, ep.steps, ep.summary)
     kitchen = [r.step for r in ep.steps if r.action == "go to kitchen"]
@@ -354,3 +354,57 @@ def test_the_kitchen_question_on_a_boil_episode_with_the_real_smollm2(tmp_path, 
     free = answer_question(q, retrieve_for_question(stream, q, k=5), gen, model="smollm2-135m")
     assert free.error is None and "sink is there" not in free.raw and "needed water" not in free.raw
     assert free.support and all(set(s) >= {"line", "supported", "missing"} for s in free.support)
+
+
+@pytest.mark.model
+def test_a_hundred_visits_to_ten_traces_make_ten_stores_and_a_live_trace_grows_its_own(tmp_path, monkeypatch):
+    """Ask's stores are keyed by the episode's content, not the file's time: a class asking about ten episodes a
+    hundred times makes ten stores, at most OPEN_STORES stay open, and the live trace's store is extended step by
+    step (its first memories keep their ids) rather than written again after every step."""
+    import random
+
+    from views import ask
+
+    runs = tmp_path / "runs"
+    monkeypatch.setenv("SWIFTSAGE_RUNS_DIR", str(runs))
+    traces = sorted((ROOT / "assets" / "episodes").glob("*.jsonl"))
+    traces += sorted((ROOT / "assets" / "evaluations" / "cpu-30x2x30" / "traces" / "srm").glob("*.jsonl"))[:2]
+    assert len(traces) == 10
+    rng = random.Random(7)
+    visits = [traces[i % 10] for i in range(10)] + [rng.choice(traces) for _ in range(90)]
+    for t in visits:
+        ep = ask.read_for_ask(t)
+        stream = ask.episode_stream(ep.header, ep.steps)
+        assert len(stream) == len(ask.episode_memories(ep.header, ep.steps))
+        assert len(ask.open_stores()) <= ask.OPEN_STORES
+    made = [d for d in ask.ask_root().iterdir() if d.is_dir()]
+    assert len(made) == 10
+    # a copy of a trace under another name is the same episode: no new store
+    copy = runs / "copy-of-an-example.jsonl"
+    copy.write_bytes(traces[0].read_bytes())
+    ep = ask.read_for_ask(copy)
+    ask.episode_stream(ep.header, ep.steps)
+    assert len([d for d in ask.ask_root().iterdir() if d.is_dir()]) == 10
+    # a live trace, one step at a time
+    lines = FULL.read_text().splitlines(keepends=True)
+    lines[0] = lines[0].replace('"run_id": "', '"run_id": "live-', 1)  # another episode than the example
+    assert "live-" in lines[0]
+    live = runs / "20261207-100000-live.jsonl"
+    live.write_text("".join(lines[:3]))
+    ep = ask.read_for_ask(live)
+    first = ask.episode_stream(ep.header, ep.steps)
+    ids = [m.id for m in first.memories()]
+    where = Path(first.path)
+    for k in range(3, 8):
+        with open(live, "a") as fh:
+            fh.write(lines[k])
+        ep = ask.read_for_ask(live)
+        grown = ask.episode_stream(ep.header, ep.steps)
+        assert Path(grown.path) == where and len(grown) == len(ask.episode_memories(ep.header, ep.steps))
+        assert [m.id for m in grown.memories()][: len(ids)] == ids  # extended, not rebuilt
+        ids = [m.id for m in grown.memories()]
+    assert len([d for d in ask.ask_root().iterdir() if d.is_dir()]) == 11
+    # the disk budget: the least recently asked stores go first, the one just written stays
+    monkeypatch.setenv("SWIFTSAGE_ASK_STORE_MB", "0.000001")
+    deleted = ask.keep_disk_budget(protect=where)
+    assert len(deleted) == 10 and [d.name for d in ask.ask_root().iterdir() if d.is_dir()] == [where.name]

@@ -186,10 +186,35 @@ def test_ask_page_in_share_mode_uses_the_operators_model_and_folders(monkeypatch
     assert operator.auth == [] and stranger.auth == []
 
 
+@pytest.mark.page
+@pytest.mark.model
+def test_visitors_model_calls_stop_at_the_operators_limit(monkeypatch, tmp_path, listeners):
+    """With SWIFTSAGE_VISITORS_ASK_MODEL=1 a locked browser's questions reach the operator's model, one at a time,
+    and stop at the per-browser limit with a message; the memories still answer."""
+    from views import share
+    from views.visitor_limits import ModelQueue
+
+    operator, stranger = listeners
+    _share_env(monkeypatch, tmp_path, operator.base_url)
+    monkeypatch.setenv("SWIFTSAGE_VISITORS_ASK_MODEL", "1")
+    monkeypatch.setenv("SWIFTSAGE_VISITOR_CALLS_PER_BROWSER", "2")
+    monkeypatch.setattr(share, "_queues", {})  # a fresh line, as on a new server
+    at = AppTest.from_file(str(ROOT / "pages" / "6_Ask.py"), default_timeout=120)
+    at.run()
+    for q in ("what do you know about the block?", "what did you learn about friction?", "what is a plane?"):
+        at.chat_input(key="ask_input").set_value(q).run()
+    answers = [h["answer"] for h in at.session_state["ask_history"]]
+    assert [bool(a["error"]) for a in answers[:2]] == [False, False] and len(operator.auth) == 2
+    assert "2 times in this hour" in answers[2]["error"] and "memories still answer" in answers[2]["error"]
+    assert at.session_state["ask_history"][2]["retrieval"]["candidates"]  # the memories were still retrieved
+    assert any("2 times in this hour" in e.value for e in at.error)
+    assert stranger.auth == [] and isinstance(share.visitor_queue(), ModelQueue) and share.visitor_queue().waiting() == 0
+
+
 def test_operator_settings_are_checked(monkeypatch, tmp_path):
     cfg = tmp_path / "class.toml"
-    cfg.write_text('[llm]\nbackend = "openai"\nbase_url = "http://127.0.0.1:9/v1"\n[class]\npasscode = "x"\n'
-                   'memory_roots = ["/srv/memory"]\n')
+    cfg.write_text('[llm]\nbackend = "openai"\nbase_url = "http://127.0.0.1:9/v1"\n[class]\npasscode = "x-long-enough"\n'
+                   'memory_roots = ["/srv/memory"]\nunlock_minutes = 90\n')
     env = {"SWIFTSAGE_APP_CONFIG": str(cfg), "PATH": "/usr/bin:/bin"}
     ok = subprocess.run([sys.executable, "-m", "views.share"], cwd=ROOT, env=env, capture_output=True, text=True)
     assert ok.returncode == 0 and "127.0.0.1:9" in ok.stdout and "passcode: set" in ok.stdout
@@ -199,6 +224,9 @@ def test_operator_settings_are_checked(monkeypatch, tmp_path):
     cfg.write_text('[class]\npascode = "x"\n')
     bad = subprocess.run([sys.executable, "-m", "views.share"], cwd=ROOT, env=env, capture_output=True, text=True)
     assert bad.returncode == 2 and "unknown key class.pascode" in bad.stderr
+    cfg.write_text('[class]\npasscode = "short"\n')  # a passcode a class could guess
+    bad = subprocess.run([sys.executable, "-m", "views.share"], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert bad.returncode == 2 and "has 5 characters; use at least 10" in bad.stderr and "short" not in bad.stdout
 
 
 def test_trace_tail_reads_only_what_was_added(tmp_path):

@@ -41,7 +41,9 @@ _newest: dict = {"at": 0.0, "path": None, "dir": None}
 _newest_lock = threading.Lock()
 
 
-@st.cache_resource(show_spinner=False, max_entries=64)
+# one tail per followed trace for the whole server; followers can name only traces under runs/ (`followable`), and a
+# class follows one or a few, so 256 keeps every followed run's tail however many students arrive
+@st.cache_resource(show_spinner=False, max_entries=256)
 def _tail(path: str) -> TraceTail:
     return TraceTail(path)
 
@@ -58,6 +60,8 @@ def newest_run(max_age_s: float = 0.5) -> Path | None:
         try:
             for p in runs.glob("*.jsonl"):
                 try:
+                    if p.is_symlink():  # a link in runs/ may point anywhere: only the runs' own files are followed
+                        continue
                     t = p.stat().st_mtime
                 except OSError:
                     continue
@@ -69,9 +73,19 @@ def newest_run(max_age_s: float = 0.5) -> Path | None:
         return best
 
 
+def followable(target: str) -> Path | None:
+    """A trace a follower may name: one under the runs folder (where runs are written), never through a link. The
+    shipped examples and evaluations are finished, so they open as recorded episodes; this keeps the distinct
+    targets a class can make the server watch to the runs actually there."""
+    p = sources.resolve_trace(target)
+    if p is None or p.is_symlink() or not sources.inside(p, sources.runs_dir()):
+        return None
+    return p
+
+
 def target_path(target: str, max_age_s: float = 0.5) -> Path | None:
-    """The trace a follow target names: the newest run for 'live', else a trace under the app's folders."""
-    return newest_run(max_age_s) if target == LIVE else sources.resolve_trace(target)
+    """The trace a follow target names: the newest run for 'live', else a trace under the runs folder."""
+    return newest_run(max_age_s) if target == LIVE else followable(target)
 
 
 def read(path: Path) -> Episode:
@@ -94,9 +108,13 @@ def open_from_link() -> None:
     if not raw or S.get("follow_link_seen") == raw:
         return
     S["follow_link_seen"] = raw
-    if raw != LIVE and sources.resolve_trace(raw) is None:
-        S["run_link_error"] = (f"The link asks to follow `{raw}`, which is not an episode this app can open (only "
-                               f"traces under runs/, assets/episodes/ or evals/).")
+    if raw != LIVE and followable(raw) is None:
+        recorded = sources.resolve_trace(raw)
+        if recorded is not None:  # a finished episode (an example, an evaluation): it opens as a recording
+            S["run_source"], S["run_open_trace"], S["run_trace"] = "Recorded episode", str(recorded), str(recorded)
+            return
+        S["run_link_error"] = (f"The link asks to follow `{raw}`, which is not a run this app can follow (only "
+                               f"`live` or a trace under runs/).")
         return
     S["run_source"], S["follow_target"], S["follow_at_live"] = "Follow live", raw, True
 

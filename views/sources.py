@@ -45,21 +45,24 @@ def real(path: str) -> Path:
 def inside(path: Path, root: Path) -> bool:
     try:
         return real(str(path)).is_relative_to(real(str(root)))
-    except (OSError, RuntimeError):
+    except (OSError, RuntimeError, ValueError):
         return False
 
 
 def resolve_trace(text: str | None) -> Path | None:
     """A trace path from a URL or a widget: relative to the project or absolute, a *.jsonl file under one of
     the trace roots. None for anything else (the caller says why)."""
-    if not text:
+    if not text or "\0" in text:
         return None
     p = Path(text)
     if not p.is_absolute():
         p = ROOT / p
-    if p.suffix != ".jsonl" or not p.is_file():
+    try:
+        if p.suffix != ".jsonl" or not p.is_file():
+            return None
+    except (OSError, ValueError):
         return None
-    return p if any(inside(p, r) for r in trace_roots()) else None
+    return p if any(inside(p, r) for r in trace_roots()) else None  # links and '..' resolved first
 
 
 def link_path(path: str | Path) -> str:
