@@ -177,6 +177,25 @@ def test_refresh_sees_another_writer(tmp_path):
     assert not reader.refresh()
 
 
+def test_a_reload_while_the_agent_holds_its_access_times_writes_nothing(tmp_path):
+    """The Memory explorer's "Reload from disk" on the store the agent is stepping on: the access times the agent
+    holds until its step is recorded are neither written nor dropped."""
+    from memory_store import close_stream, open_stream
+
+    stream = open_stream(MemoryConfig(persist_dir=str(tmp_path / "s")))
+    stream.add("a memory", now=1, importance=4, embedding=np.ones(384))
+    stream.hold_access = True  # the agent mid-step
+    stream.retrieve("a memory", now=5, k=1, query_embedding=np.ones(384))
+    on_disk = lambda: stream._collection.get(include=["metadatas"])["metadatas"][0]["last_access"]  # noqa: E731
+    assert on_disk() == 1 and stream._pending_access
+    assert not stream.refresh(force=True)  # refused: nothing written, nothing reloaded
+    assert on_disk() == 1 and stream._pending_access
+    stream.hold_access = False
+    assert stream.refresh(force=True) and on_disk() == 5  # after the step: written, then reloaded
+    close_stream(stream)
+    assert open_stream(MemoryConfig(persist_dir=str(tmp_path / "s"))) is not stream  # closed and forgotten
+
+
 def _exhaustive_top(s: MemoryStream, q: np.ndarray, now: float, k: int, weights: dict, types=None):
     """Reference: score every eligible memory with the pure functions, independently of the stream."""
     mems = s.memories()
