@@ -33,7 +33,7 @@ from session import continue_run, live_run  # noqa: E402
 from session.agent_factory import settings_key  # noqa: E402
 from session.llm import DEFAULT_EMBEDDED  # noqa: E402
 from views import follow, render_episode, share  # noqa: E402
-from views.common import WHAT  # noqa: E402
+from views.common import WHAT, md_code  # noqa: E402
 from views.continue_boxes import fork_box, parent_line  # noqa: E402
 from views.memory_panels import follow_open_request  # noqa: E402
 from views.recorded_player import first_visit, follow_view, open_from_link, recorded_view  # noqa: E402
@@ -108,7 +108,7 @@ else:
         render_episode(header, records, len(records), agent.summary, recorded=False,
                        next_hint=live_run.next_hint(agent))
         if agent.trace_path is not None:
-            st.caption(f"Recorded to `{agent.trace_path}`: open it later under *Recorded episode*. The class "
+            st.caption(f"Recorded to {md_code(agent.trace_path)}: open it later under *Recorded episode*. The class "
                        f"follows it live at **{follow.class_link()}** (from another machine, use this machine's "
                        f"network address).")
     if job is not None and not quick and live_run.watch_step(job, progress_slot):

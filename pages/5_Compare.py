@@ -18,6 +18,7 @@ import streamlit as st  # noqa: E402
 
 from agent_core.trace import TraceError, list_traces, read_episode  # noqa: E402
 from views import sources  # noqa: E402
+from views.common import md_code, md_text  # noqa: E402
 from views.compare import align, mechanism_table, provenance_warning, score_overlay, step_story  # noqa: E402
 
 S = st.session_state
@@ -45,7 +46,7 @@ for side in ("a", "b"):
     raw = qp.get(side)
     p = sources.resolve_trace(raw)
     if raw and p is None:
-        st.error(f"Episode {side.upper()} in the link (`{raw}`) is not a recorded episode this app can open (only "
+        st.error(f"Episode {side.upper()} in the link ({md_code(raw)}) is not a recorded episode this app can open (only "
                  f"traces under runs/, assets/episodes/ or evals/); choose one below.")
     if p is not None and str(p) not in traces:
         traces.insert(0, str(p))
@@ -84,11 +85,11 @@ def _title(ep) -> str:
 
 
 c1, c2 = st.columns(2)
-c1.markdown(f"**A:** {_title(a)}")
-c2.markdown(f"**B:** {_title(b)}")
+c1.markdown(f"**A:** {md_text(_title(a))}")
+c2.markdown(f"**B:** {md_text(_title(b))}")
 if (a.header.task, a.header.variation) != (b.header.task, b.header.variation):
-    st.warning(f"A and B play different episodes ({a.header.task} v{a.header.variation} vs {b.header.task} "
-               f"v{b.header.variation}): their steps are aligned by number only.")
+    st.warning(f"A and B play different episodes ({md_text(a.header.task)} v{md_text(a.header.variation)} vs "
+               f"{md_text(b.header.task)} v{md_text(b.header.variation)}): their steps are aligned by number only.")
 warn = provenance_warning(a, b)
 if warn:
     st.warning(warn)

@@ -27,17 +27,19 @@ import streamlit as st  # noqa: E402
 
 from agent_core.config import LLMConfig  # noqa: E402
 from agent_core.llm.embedded import MODELS as EMBEDDED_MODELS  # noqa: E402
-from agent_core.trace import TraceError, list_traces, read_episode  # noqa: E402
+from agent_core.trace import TraceError, list_traces  # noqa: E402
 from memory_store import MemoryConfig, RetrievalResult, open_stream  # noqa: E402
 from memory_store.charts import breakdown_figure  # noqa: E402
 from memory_store.interview import (ANSWER_MAX_TOKENS, STOP, Answer, answer_question,  # noqa: E402
                                     phrase_facts, retrieve_for_question, top_candidates)
 from session.llm import DEFAULT_EMBEDDED, llm_backend  # noqa: E402
 from views import sources  # noqa: E402
-from views.ask import episode_stream, step_memory_ids, suggested_questions  # noqa: E402
+from views.ask import episode_stream, read_for_ask, step_memory_ids, suggested_questions  # noqa: E402
 from views.ask_records import answer_from_records  # noqa: E402
 from views import share  # noqa: E402
-from views.common import clip  # noqa: E402
+from views.common import clip, md_code, md_text, model_markdown  # noqa: E402
+from views.memory_panels import plotly_safe  # noqa: E402
+from views.visitor_limits import QueueRefused  # noqa: E402
 from views.stores import default_store, is_store, short_path  # noqa: E402
 
 S = st.session_state
@@ -49,10 +51,12 @@ def _traces() -> list[Path]:
     return examples + [p for p in list_traces(sources.runs_dir()) if p not in examples]
 
 
-@st.cache_resource(show_spinner="Writing the episode's memories (each step becomes one memory)...", max_entries=16)
-def _episode_stream(trace: str, mtime: float):
-    ep = read_episode(trace, tolerant=True)
-    return episode_stream(trace, ep.header, ep.steps), ep.header, ep.steps, ep.summary
+def _episode_stream(trace: str):
+    """The episode's memories (written the first time, extended for a live run's new steps) and its records."""
+    ep = read_for_ask(trace)
+    with st.spinner("Writing the episode's memories (each step becomes one memory)..."):
+        stream = episode_stream(ep.header, ep.steps)
+    return stream, ep.header, ep.steps, ep.summary
 
 
 def sidebar() -> dict:
@@ -132,9 +136,9 @@ def open_source(choice: dict):
         if not trace:
             return None
         try:
-            stream, header, steps, summary = _episode_stream(trace, Path(trace).stat().st_mtime)
+            stream, header, steps, summary = _episode_stream(trace)
         except (OSError, TraceError) as e:
-            st.error(f"This episode cannot be read: {e}")
+            st.error(f"This episode cannot be read: {md_text(e)}")
             return None
         return stream, sources.trace_label(trace), header, steps, summary
     store = choice.get("store", "")
@@ -144,7 +148,7 @@ def open_source(choice: dict):
         st.error(str(e))
         return None
     if not is_store(store):
-        st.warning(f"There is no memory store at {store!r} (no chroma.sqlite3 there).")
+        st.warning(f"There is no memory store at {md_text(repr(store))} (no chroma.sqlite3 there).")
         return None
     stream = open_stream(MemoryConfig(persist_dir=store))
     stream.refresh()
@@ -154,11 +158,12 @@ def open_source(choice: dict):
 def render_retrieved(result: RetrievalResult, key: str, cited: list[str] | None = None) -> None:
     mems = top_candidates(result)
     if not mems:
-        st.info("No memory came back for this question." + (f" ({result.error})" if result.error else ""))
+        st.info("No memory came back for this question." + (f" ({md_text(result.error)})" if result.error else ""))
         return
     st.caption(f"Retrieved {len(mems)} of {result.eligible} memories: score = recency + importance + relevance, "
-               f"each scaled to 0-1 over all the memories (weights {result.weights}). The answer may use only these.")
-    st.plotly_chart(breakdown_figure(mems, result.weights), key=f"{key}_chart")
+               f"each scaled to 0-1 over all the memories (weights {md_text(result.weights)}). The answer may use only "
+               f"these.")
+    st.plotly_chart(breakdown_figure(plotly_safe(mems), result.weights), key=f"{key}_chart")  # hover text is HTML
     cited = cited or []
     table = pd.DataFrame([{
         "#": i, "memory": c.id, "cited": "yes" if c.id in cited else "", "type": c.type, "score": round(c.score, 3),
@@ -171,24 +176,28 @@ def render_retrieved(result: RetrievalResult, key: str, cited: list[str] | None 
 
 def render_answer(ans: Answer) -> None:
     if ans.error:
-        st.error(f"The model could not answer: {ans.error}. The memories it would have used are above.")
+        st.error(f"The model could not answer: {md_text(ans.error)}. The memories it would have used are above.")
         return
-    st.markdown(ans.text)
-    took = f" · {ans.model} · {ans.latency_s:.1f} s" if ans.model else ""
+    if ans.grounding == "records" and not ans.phrasing.startswith("phrased by"):
+        st.markdown("  \n".join(md_text(line) for line in ans.text.splitlines()))  # the records' words, literally
+    else:  # the model's words: its emphasis and lists render, never an image, a link or HTML
+        st.markdown(model_markdown(ans.text))
+    took = f" · {md_text(ans.model)} · {ans.latency_s:.1f} s" if ans.model else ""
     if ans.grounding == "records":
-        st.caption(f"Exact: built from the step records ({ans.phrasing}) · cites "
-                   + ", ".join(f"`{c}`" for c in ans.cited) + took if ans.cited else
-                   f"Exact: built from the step records ({ans.phrasing}){took}")
+        st.caption(f"Exact: built from the step records ({md_text(ans.phrasing)}) · cites "
+                   + ", ".join(md_code(c) for c in ans.cited) + took if ans.cited else
+                   f"Exact: built from the step records ({md_text(ans.phrasing)}){took}")
     elif ans.cited:
-        st.caption("Cites " + ", ".join(f"`{c}`" for c in ans.cited) + took)
+        st.caption("Cites " + ", ".join(md_code(c) for c in ans.cited) + took)
     else:
         st.caption(f"This answer cites no memory, so nothing above backs it: read it with care{took}")
     bad = ans.unsupported()
     if bad:
         st.warning("Check this answer against its memories: " + "; ".join(
-            f"\"{clip(x.line, 90)}\": {x.describe()}" for x in bad) + ".")
+            f"\"{md_text(clip(x.line, 90))}\": {md_text(x.describe())}" for x in bad) + ".")
     if ans.bad_citations:
-        st.warning(f"The model cited memories that were not shown to it: {ans.bad_citations} (marked [?n]).")
+        st.warning(f"The model cited memories that were not shown to it: {md_text(ans.bad_citations)} "
+                   f"(marked [?n]).")
     if ans.prompt:
         with st.expander("The exact prompt and the model's raw output"):
             st.code(ans.prompt, language=None)
@@ -229,6 +238,20 @@ def _with_model(cfg: LLMConfig, model: str, question: str, call, what: str) -> A
         backend = own_view(cfg)
     except Exception as e:  # noqa: BLE001 - a backend that cannot even be built: shown, not raised
         return Answer(question=question, memory_ids=[], prompt="", error=f"{type(e).__name__}: {e}", model=model)
+    ticket = None
+    if share.share_mode() and not share.unlocked():  # a visitor: in line behind the class's other questions
+        try:
+            ticket = share.visitor_queue().join(share.session_key())
+        except QueueRefused as e:
+            return Answer(question=question, memory_ids=[], prompt="", error=str(e), model=model)
+        try:
+            while (pos := ticket.position()) > 0:
+                box.info(f"⏳ Your question is number {pos + 1} in line for the model ({pos} before it); it starts "
+                         f"when they are answered.")
+                time.sleep(0.5)
+        except BaseException:  # the page was left while waiting: give the place up
+            ticket.release()
+            raise
 
     def work() -> None:
         done["answer"] = call(lambda p: backend.chat(p, max_tokens=ANSWER_MAX_TOKENS, stop=list(STOP),
@@ -243,10 +266,12 @@ def _with_model(cfg: LLMConfig, model: str, question: str, call, what: str) -> A
             waited = time.perf_counter() - t0
             hint = (f"usually ~{est:.0f} s with this model here" if est is not None else
                     "the embedded Qwen takes ~15-30 s on a 2-core CPU, SmolLM2 a few seconds")
-            box.info(f"⏳ {model} is {what}: {waited:.0f} s ({hint}).")
+            box.info(f"⏳ {md_text(model)} is {what}: {waited:.0f} s ({hint}).")
             th.join(0.5)
     finally:
         cancel.set()  # the page was left or rerun mid-call: stop the model call too
+        if ticket is not None:
+            ticket.release()
     box.empty()
     done["answer"].cache = getattr(backend, "last_cache", "")
     return done["answer"]
@@ -258,7 +283,7 @@ def ask(question: str, stream, label: str, choice: dict, opened: tuple) -> None:
     _, _, header, steps, summary = opened
     n = len(S["ask_history"])
     with st.chat_message("user"):
-        st.markdown(question)
+        st.markdown(md_text(question))
     with st.chat_message("assistant", avatar="🧠"):
         exact = answer_from_records(question, header, steps, summary) if header is not None and steps else None
         if exact is not None:
@@ -272,7 +297,7 @@ def ask(question: str, stream, label: str, choice: dict, opened: tuple) -> None:
                     question, exact.text, exact.keep(), mids, gen, model=model), "phrasing the records' answer")
                 if ans.error:  # the model could not even be loaded: the exact answer stands in the records' words
                     err, ans = ans.error, phrase_facts(question, exact.text, exact.keep(), mids, None)
-                    ans.phrasing = f"the records' own words (the model could not be loaded: {err})"
+                    ans.phrasing = f"the records' own words (no phrasing by the model: {err})"
             else:
                 ans = phrase_facts(question, exact.text, exact.keep(), mids, None)
             render_answer(ans)
@@ -311,8 +336,8 @@ st.caption("What is this? Ask the agent why it did something or what it knows. A
 opened = open_source(choice)
 for i, h in enumerate(S["ask_history"]):
     with st.chat_message("user"):
-        st.markdown(h["question"])
-        st.caption(h["source"])
+        st.markdown(md_text(h["question"]))
+        st.caption(md_text(h["source"]))
     with st.chat_message("assistant", avatar="🧠"):
         ans = Answer.from_dict(h["answer"]) if h["answer"] else None
         if h.get("retrieval") is None:
@@ -326,13 +351,13 @@ for i, h in enumerate(S["ask_history"]):
 if opened is not None:
     stream, label, header, steps, _summary = opened
     new = st.container()  # the new exchange goes under the earlier ones, above the suggestions
-    st.caption(f"Asking about **{label}** · {len(stream)} memories")
+    st.caption(f"Asking about **{md_text(label)}** · {len(stream)} memories")
     question = None
     if header is not None and steps:
         st.caption("Try one of these:")
         cols = st.columns(2)
         for j, q in enumerate(suggested_questions(header, steps)):
-            if cols[j % 2].button(q, key=f"ask_suggest_{j}", width="stretch"):
+            if cols[j % 2].button(md_text(q), key=f"ask_suggest_{j}", width="stretch"):  # built from the trace
                 question = q
     typed = st.chat_input("Ask the agent a question, e.g. why did you pick up the thermometer?", key="ask_input")
     question = typed or question

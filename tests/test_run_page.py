@@ -106,7 +106,7 @@ def test_reset_step_run_n(monkeypatch, tmp_path, factory):
     assert "`teleport to kitchen`" in md  # the action, consumed from the buffer
     assert any("Rule **invalid** fired" in i.value and "Sage was called" in i.value for i in at.info)
     assert "Q3. Which subgoals" in md and "turn the stove on" in md  # the plan Q1-Q5
-    assert "1. `look at stove`" in md  # the pending buffer
+    assert "1. <code>look at stove</code>" in md  # the pending buffer (escaped inside <code>)
     timeline = _charts(at)["timeline"]
     hover = json.dumps(timeline["data"])
     assert "invalid" in hover and "not valid in the current state" in hover  # the trigger reason on hover

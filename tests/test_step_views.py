@@ -168,7 +168,7 @@ def test_stagnation_and_critic_cards(monkeypatch, tmp_path, srm_trace):
     raw = next(e for e in at.expander if e.label == "The Critic's exact prompt and raw output")
     assert any("CRITIC PROMPT" in c.value for c in raw.code)
     # the buffer panel marks the Critic's actions; the next step comes from them
-    assert "1. `activate stove` <span" in md and "from the Critic" in md
+    assert "1. <code>activate stove</code> <span" in md and "from the Critic" in md
     # the step list carries the marks; its detail shows the same cards (compact)
     labels = [e.label for e in at.expander if e.label.startswith("Step ")]
     assert "◆ stagnation" in labels[0] and "● Critic called" in labels[0] and "✗ Gate-1 dropped 1" in labels[0]

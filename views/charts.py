@@ -110,8 +110,8 @@ def _memory_write_marks(records: list[StepRecord]) -> list[Marks]:
     by_tag: dict[str, Marks] = {}
     for r in records:
         for w in r.memories_written:
-            m = by_tag.setdefault(w.tag, Marks(f"memory written: {w.tag}", "circle", TAG_COLORS.get(w.tag, "#777"),
-                                               size=8))
+            m = by_tag.setdefault(w.tag, Marks(f"memory written: {_h(w.tag, 40)}", "circle",
+                                               TAG_COLORS.get(w.tag, "#777"), size=8))  # a legend entry is HTML too
             m.add(r.step, f"step {r.step}: wrote <b>{_h(w.tag)}</b><br>{_h(w.error or w.why, 120)}")
     return list(by_tag.values())
 
@@ -142,8 +142,8 @@ def _add_bars(fig: go.Figure, records: list[StepRecord]) -> None:
         hover = []
         for r in rows:
             why = f"switch: <b>{_h(r.trigger.name)}</b> ({_h(r.trigger.rule, 120)})" if r.trigger else "no switch"
-            hover.append(f"step {r.step}: {actor_label(r.system)}<br>action: {_h(r.action, 60)}<br>{why}")
-        fig.add_bar(x=[r.step for r in rows], y=[1] * len(rows), name=actor_label(system), width=0.92,
+            hover.append(f"step {r.step}: {_h(actor_label(r.system))}<br>action: {_h(r.action, 60)}<br>{why}")
+        fig.add_bar(x=[r.step for r in rows], y=[1] * len(rows), name=_h(actor_label(system), 40), width=0.92,
                     marker_color=actor_color(system), hovertext=hover, hoverinfo="text")
 
 

@@ -3,6 +3,7 @@ about the next step (who acts, what is buffered)."""
 from __future__ import annotations
 
 import html
+import re
 from typing import Any
 
 from agent_core.palette import ACTOR_COLORS, ACTOR_LABELS, text_on
@@ -71,25 +72,138 @@ def actor_color(system: str) -> str:
     return ACTOR_COLORS.get(system, "#7f7f7f")
 
 
+# ----------------------------------------------------------------------------- text that is not ours
+# Every string a page shows that comes from a trace (actions, observations, task names, plans, Critic and Gate-1
+# words, memory ids and tags, header fields), from a model (Ask answers) or from a URL query parameter goes
+# through one of these before it reaches a sink that renders markdown (st.markdown, st.caption, st.info/...,
+# expander/tab/button/widget labels, help texts, radio options, metric labels, st.table cells) or Plotly text:
+#   md_text(s)         shows s literally, as one line, in markdown with or without unsafe_allow_html
+#   md_code(s)         s as an inline code span that no character of s can end (markdown without HTML)
+#   code(s)            s as <code>...</code>, for markdown with unsafe_allow_html
+#   model_markdown(s)  a model's answer: bold, lists, headings render; images, links, HTML, math never do
+#   html_text(s)       s as HTML text: Plotly hover, legend and tick text
+#   html_block_text(s) s inside an HTML block of ours (a body starting <div>), where markdown is not parsed
+# Streamlit 1.67 renders markdown with remark (CommonMark + GFM + remark-math + remark-directive for `:red[x]`)
+# and, with unsafe_allow_html, rehype-raw. CommonMark lets any ASCII punctuation be backslash-escaped, which shows
+# the character itself; `<`, `>` and `&` become entities instead, which show as themselves both in markdown and
+# in raw HTML (a backslash does not escape anything inside an HTML block).
+
+_BREAKS = re.compile(r"[ \t]*(?:\r\n|\r|\n)[\s]*")  # a line break with the blanks around it
+_MD_ESCAPE = frozenset("\\`*[]$|~")  # always: escapes, code, emphasis, links/images, math, tables, strikethrough
+_ENTITIES = {"<": "&lt;", ">": "&gt;", "&": "&amp;"}
+_LINE_START = re.compile(r"([ ]?)(#|\+|-|=|[0-9]{1,9}(?=[.)]))")  # block markers that only count at a line start
+
+
+def one_line(text: Any) -> str:
+    """Line breaks (and the blanks around them) as one space: how markdown shows a single line break anyway."""
+    return _BREAKS.sub(" ", str(text if text is not None else ""))
+
+
+def md_text(text: Any) -> str:
+    """Untrusted text for any markdown sink, shown literally and on one line: no image, link, HTML tag, heading,
+    list, code, emphasis, math or `:directive[...]` can come out of it, and a reader sees the same characters
+    (backslash escapes and entities are invisible once rendered). Safe inside unsafe_allow_html markdown too, in
+    a paragraph or between our own inline tags (<span>, <code>, <small>). Leaves `_` inside a word and `:` before a
+    space alone, so 'SAME_OBS_3' and 'Step 3: ...' read the same in the page's source. A bare `http://...` still
+    becomes a link (GFM finds those in the text after the escapes are gone): a link, never a fetch."""
+    s = one_line(text)
+    lead = len(s) - len(s.lstrip(" \t"))
+    if lead:  # four blanks would start an indented code block
+        s = " " + s[lead:]
+    out: list[str] = []
+    n = len(s)
+    for i, ch in enumerate(s):
+        if ch in _MD_ESCAPE:
+            out.append("\\" + ch)
+        elif ch in _ENTITIES:
+            out.append(_ENTITIES[ch])
+        elif ch == "_":  # emphasis needs a `_` at a word's edge; inside a word it is a plain character
+            inner = 0 < i < n - 1 and s[i - 1].isalnum() and s[i + 1].isalnum()
+            out.append("_" if inner else "\\_")
+        elif ch == ":" and i + 1 < n and s[i + 1].isalpha():
+            out.append("\\:")  # `:red[x]`, `::name`: directives
+        else:
+            out.append(ch)
+    body = "".join(out)
+    m = _LINE_START.match(body)  # `# x`, `- x`, `+ x`, `===`, `1. x` at the start of a line
+    if m:
+        if m.group(2)[0].isdigit():
+            end = m.end()
+            body = body[:end] + "\\" + body[end:]
+        else:
+            body = body[:m.start(2)] + "\\" + body[m.start(2):]
+    return body
+
+
+def md_code(text: Any) -> str:
+    """Untrusted text as an inline code span for markdown without HTML: the fence is one backtick longer than
+    the longest run of backticks inside, line breaks become spaces (a blank line would end the paragraph before
+    the span), and the text shows exactly (a padding space is added where CommonMark strips one)."""
+    s = one_line(text)
+    if not s:
+        return "` `"
+    fence = "`" * (max((len(r) for r in re.findall(r"`+", s)), default=0) + 1)
+    if s[0] == "`" or s[-1] == "`" or (s[0] == " " and s[-1] == " " and s.strip()):
+        s = f" {s} "
+    return f"{fence}{s}{fence}"
+
+
+def model_markdown(text: Any) -> str:
+    """A model's answer (Ask the agent) as markdown: emphasis, headings, lists and quotes render; images, links,
+    reference definitions, raw HTML, code spans, math, tables and directives do not (their characters show as
+    typed). Line breaks are kept. For markdown without unsafe_allow_html."""
+    s = str(text if text is not None else "").replace("\r\n", "\n").replace("\r", "\n")
+    out: list[str] = []
+    n = len(s)
+    for i, ch in enumerate(s):
+        if ch in "\\`[]$|":
+            out.append("\\" + ch)
+        elif ch in "<&":
+            out.append(_ENTITIES[ch])
+        elif ch == ":" and i + 1 < n and s[i + 1].isalpha():
+            out.append("\\:")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def html_text(text: Any, quote: bool = False) -> str:
+    """Untrusted text as HTML text on one line: for Plotly's hover, legend and tick labels (which render <b>, <br>,
+    <a href>, <span style>); on one line, so inside an HTML block no blank line can end the block (there take
+    html_block_text). quote=True for an attribute value."""
+    return html.escape(one_line(text), quote=quote)
+
+
+_BLOCK_ENTITIES = {"[": "&#91;", "]": "&#93;", "`": "&#96;", "$": "&#36;", "\\": "&#92;"}
+
+
+def html_block_text(text: Any) -> str:
+    """html_text for the inside of an HTML block of our own (a markdown body that starts with <div>): markdown is
+    not parsed there, and `[`, `]`, backticks, `$` and backslashes are numeric entities besides, so even outside
+    the block no link, image, code or math could form (an entity is a literal character in markdown too)."""
+    return "".join(_BLOCK_ENTITIES.get(ch, ch) for ch in html_text(text))
+
+
 def chip(text: str, color: str) -> str:
-    """A small coloured pill for st.markdown(..., unsafe_allow_html=True)."""
+    """A small coloured pill for st.markdown(..., unsafe_allow_html=True); `color` is ours (a palette entry)."""
     return (f"<span style='background:{color};color:{text_on(color)};padding:1px 8px;border-radius:9px;font-size:0.85em;"
             f"font-weight:600;white-space:nowrap'>{esc(text)}</span>")
 
 
 def badge(system: str) -> str:
-    """The actor's name in its colour (the mode badge)."""
+    """The actor's name in its colour (the mode badge); an unknown system's name is the trace's, so escaped."""
     return (f"<span style='background:{actor_color(system)};color:{text_on(actor_color(system))};padding:2px 10px;border-radius:10px;"
-            f"font-weight:600;white-space:nowrap'>{actor_label(system)}</span>")
+            f"font-weight:600;white-space:nowrap'>{esc(actor_label(system))}</span>")
 
 
 def esc(text: Any) -> str:
-    """Escape text for markdown that allows HTML; quotes stay readable (they are safe outside attributes)."""
-    return html.escape(str(text), quote=False)
+    """Text for markdown that allows HTML (and any other markdown): md_text."""
+    return md_text(text)
 
 
 def code(text: str) -> str:
-    """Inline code that survives any characters (a backtick in an action would break `...`)."""
+    """Inline code that survives any characters, for markdown with unsafe_allow_html (a backtick in an action
+    would break `...`); markdown without HTML takes md_code."""
     return f"<code>{esc(text)}</code>"
 
 

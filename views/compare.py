@@ -11,7 +11,7 @@ from agent_core.actions import action_key
 from agent_core.evaluate.metrics import MECHANISM_COLUMNS, episode_metrics
 from agent_core.trace import Episode, StepRecord
 
-from .common import actor_label
+from .common import actor_label, html_text, md_code, md_text
 
 COLORS = ("#1f77b4", "#d62728")  # A, B (the actor colours stay inside the step lists)
 
@@ -58,7 +58,8 @@ def align(a: Episode, b: Episode) -> Alignment:
 def _line(fig: go.Figure, steps: list[StepRecord], name: str, color: str, dash: str | None = None) -> None:
     fig.add_scatter(x=[0] + [r.step for r in steps], y=[0.0] + [r.score for r in steps], mode="lines+markers",
                     name=name, line={"color": color, "width": 2, "dash": dash}, marker={"size": 5},
-                    hovertext=["start"] + [f"{name} step {r.step}: {r.score:g}<br>{r.action[:60]}" for r in steps],
+                    hovertext=["start"] + [f"{html_text(name)} step {r.step}: {r.score:g}<br>{html_text(r.action[:60])}"
+                                           for r in steps],  # Plotly renders hover text as HTML
                     hoverinfo="text")
 
 
@@ -102,7 +103,8 @@ def mechanism_table(a: Episode, b: Episode) -> list[dict[str, Any]]:
 
 def provenance_warning(a: Episode, b: Episode) -> str | None:
     """Two episodes compared as presets must differ in their preset only: say when the code that recorded them
-    differs, or when their settings differ in more than the preset's own fields."""
+    differs, or when their settings differ in more than the preset's own fields. Markdown: the recorded commits,
+    machines and setting names are escaped (views.common.md_text)."""
     from agent_core.provenance import describe_code, describe_machine, same_machine_kind, shipped_labels
 
     out = []
@@ -120,14 +122,15 @@ def provenance_warning(a: Episode, b: Episode) -> str | None:
         out.append("the code revision is not recorded for " + " and ".join(x for x, i in (("A", ia), ("B", ib))
                                                                          if i is None) + " (an older trace)")
     elif ia != ib:
-        out.append(f"they were recorded by different code (A {describe_code(ca, a.header.run_id)}, "
-                   f"B {describe_code(cb, b.header.run_id)})")
+        out.append(f"they were recorded by different code (A {md_text(describe_code(ca, a.header.run_id))}, "
+                   f"B {md_text(describe_code(cb, b.header.run_id))})")
     ma, mb = a.header.machine or {}, b.header.machine or {}
     if ma and mb and not same_machine_kind(ma, mb):  # the same code may round differently on another CPU
-        out.append(f"they were played on different machines (A {describe_machine(ma)}, B {describe_machine(mb)})")
+        out.append(f"they were played on different machines (A {md_text(describe_machine(ma))}, "
+                   f"B {md_text(describe_machine(mb))})")
     extra = settings_differences(a.header.config, b.header.config)
     if extra:
-        out.append("their settings differ beyond the preset: " + ", ".join(extra[:6]) +
+        out.append("their settings differ beyond the preset: " + md_text(", ".join(extra[:6])) +
                    (f" and {len(extra) - 6} more" if len(extra) > 6 else ""))
     return ("A difference between A and B may come from more than the mechanisms: " + "; ".join(out) + ".") \
         if out else None
@@ -154,20 +157,22 @@ def settings_differences(a: dict, b: dict) -> list[str]:
 
 
 def step_story(rec: StepRecord) -> list[str]:
-    """One step's decisions in a few lines, from its record only: who acted, the trigger, Gate-1's drops, the
-    Critic, memory injections and the typed decisions (the Compare page's "At step k")."""
+    """One step's decisions in a few lines of markdown, from its record only: who acted, the trigger, Gate-1's
+    drops, the Critic, memory injections and the typed decisions (the Compare page's "At step k"); the recorded
+    words are escaped (views.common.md_text, md_code)."""
     from agent_core.evaluate.paired import attribute
 
-    out = [f"**{actor_label(rec.system)}** played `{rec.action}` (reward {rec.reward:+g}, score {rec.score:g})"]
+    out = [f"**{md_text(actor_label(rec.system))}** played {md_code(rec.action)} (reward {rec.reward:+g}, "
+           f"score {rec.score:g})"]
     if rec.trigger is not None:
-        out.append(f"trigger: {rec.trigger.name} ({rec.trigger.rule})")
-    out += [f"Gate-1 dropped `{g.proposed}` ({g.reason})" for g in rec.gate1 if g.decision == "DROP"]
+        out.append(f"trigger: {md_text(rec.trigger.name)} ({md_text(rec.trigger.rule)})")
+    out += [f"Gate-1 dropped {md_code(g.proposed)} ({md_text(g.reason)})" for g in rec.gate1 if g.decision == "DROP"]
     if rec.critic is not None:
-        out.append(f"Critic: {rec.critic.status}" + (f", admitted {', '.join(rec.critic.admitted)}"
-                                                     if rec.critic.admitted else ""))
-    out += [f"memory {x.trigger} injected into {x.injected_into} ({len(x.injected_ids)} records)"
+        out.append(f"Critic: {md_text(rec.critic.status)}" + (f", admitted {md_text(', '.join(rec.critic.admitted))}"
+                                                              if rec.critic.admitted else ""))
+    out += [f"memory {md_text(x.trigger)} injected into {md_text(x.injected_into)} ({len(x.injected_ids)} records)"
             for x in rec.retrievals if x.injected_into]
-    out += [d.describe() for d in rec.decisions if d.kind not in ("focus_margin",)]
+    out += [md_text(d.describe()) for d in rec.decisions if d.kind not in ("focus_margin",)]
     why = attribute(rec, None)
-    out.append(f"decided by: {why.mechanism} ({why.kind})")
+    out.append(f"decided by: {md_text(why.mechanism)} ({md_text(why.kind)})")
     return out

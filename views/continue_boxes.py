@@ -13,6 +13,7 @@ from agent_core.episode import resume_problem
 from agent_core.episode.replay import provenance_changes
 from agent_core.provenance import code_revision, machine
 from views import share, sources
+from views.common import md_code, md_text
 
 S = st.session_state
 
@@ -24,14 +25,14 @@ def resume_box(path: str, ep, on_resume: Callable[[str, int], None]) -> None:
     if resume_problem(ep) is not None:
         return
     why = ("it has no summary: the run was killed or is still running elsewhere" if ep.summary is None else
-           f"it was {ep.summary.reason}" + (f" ({ep.summary.error})" if ep.summary.error else ""))
+           f"it was {md_text(ep.summary.reason)}" + (f" ({md_text(ep.summary.error)})" if ep.summary.error else ""))
     st.warning(f"This episode did not finish ({why}). **Resume** continues it in the same trace: a fresh "
                f"ScienceWorld replays its {len(ep.steps)} recorded actions, checks each observation, and the agent "
                f"goes on from step {len(ep.steps) + 1} (with this session's LLM settings).")
     changes = provenance_changes(ep.header.code, ep.header.config_hash, code_revision(), "", ep.header.machine,
                                  machine())
     if changes or (ep.steps and ep.steps[-1].after is None):
-        st.caption("Not exact: " + ("; ".join(changes) if changes else "this trace predates the state digest, so a "
+        st.caption("Not exact: " + (md_text("; ".join(changes)) if changes else "this trace predates the state digest, so a "
                    "waiting Critic report and the buffer's failure count are not rebuilt") + ". The resume goes on "
                    "with the code running now.")
     st.button(f"Resume from step {len(ep.steps) + 1}", key="run_resume", width="stretch",
@@ -63,11 +64,13 @@ def fork_box(path: str, ep, t: int, on_fork: Callable[[str, int, str, bool], Non
 def parent_line(par: dict, path: str) -> None:
     """A fork says where it came from, with a link to the comparison."""
     c1, c2 = st.columns([3, 1])
-    c1.info(f"This run is a fork of `{Path(par.get('trace', '?')).name}`: its first {par.get('step', 0)} steps replay "
+    c1.info(f"This run is a fork of {md_code(Path(str(par.get('trace', '?'))).name)}: its first "
+            f"{md_text(par.get('step', 0))} steps replay "
             f"that episode's actions (checked against its observations); its own agent decides from step "
             f"{int(par.get('step', 0)) + 1} on.")
     q = {"a": sources.link_path(par.get("trace", "")), "b": sources.link_path(path)}
     try:
         c2.page_link("pages/5_Compare.py", label="Compare with the parent", icon="🔀", query_params=q)
     except Exception:  # noqa: BLE001 - the page runs on its own (tests): give the link as text
-        c2.markdown(f"Compare: `compare?a={q['a']}&b={q['b']}`")
+        link = f"compare?a={q['a']}&b={q['b']}"
+        c2.markdown(f"Compare: {md_code(link)}")

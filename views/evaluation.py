@@ -8,6 +8,8 @@ import plotly.graph_objects as go
 from agent_core.evaluate.metrics import GROUPS, MECHANISM_COLUMNS
 from agent_core.evaluate.report import PAPER_TABLE1, PRESET_LABEL
 
+from .common import html_text
+
 PRESET_COLORS = {"baseline": "#1f77b4", "amm": "#129aa8", "srm": "#dd6b00", "full": "#2ca02c"}
 _MORE = ("#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22")
 
@@ -59,8 +61,9 @@ def mechanism_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
 def _bars(res: dict[str, Any], xs: list[str], value, title: str, ytitle: str, height: int = 360) -> go.Figure:
     fig = go.Figure()
     order = res["preset_order"]
-    for p in order:
-        fig.add_bar(name=label(p), x=xs, y=[value(p, x) for x in xs], marker_color=preset_color(p, order))
+    for p in order:  # task and preset names come from the traces; Plotly renders its labels as HTML
+        fig.add_bar(name=html_text(label(p)), x=[html_text(x) for x in xs], y=[value(p, x) for x in xs],
+                    marker_color=preset_color(p, order))
     fig.update_layout(barmode="group", title=title, height=height, margin={"l": 10, "r": 10, "t": 60, "b": 10},
                       legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 1.0, "xanchor": "right"},
                       yaxis={"title": ytitle})

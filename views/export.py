@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,8 @@ def _score_figure(ep: Episode) -> go.Figure:
     fig = go.Figure()
     fig.add_scatter(x=xs, y=ys, mode="lines+markers", name="score", line={"color": SCORE_LINE, "width": 2.5},
                     marker={"size": 6, "color": ["#999"] + [ACTOR_COLORS.get(r.system, "#777") for r in ep.steps]},
-                    hovertext=["start"] + [f"step {r.step}: {r.score:g} · {ACTOR_LABELS.get(r.system, r.system)} · "
+                    hovertext=["start"] + [f"step {r.step}: {r.score:g} · "
+                                           f"{html.escape(str(ACTOR_LABELS.get(r.system, r.system)))} · "
                                            f"{html.escape(r.action[:60])}" for r in ep.steps], hoverinfo="text")
     fig.update_layout(height=260, margin={"l": 40, "r": 10, "t": 10, "b": 30}, showlegend=False,
                       yaxis={"title": "score", "range": [min([0.0] + ys) - 5, 116]},
@@ -83,9 +85,20 @@ def episode_html(ep: Episode) -> str:
             "parts": [[n, c] for _k, n, c in SCORE_PARTS]}
     fig = _score_figure(ep).to_json()
     title = f"{h.task} v{h.variation} · {preset} · SwiftSage Explorer"
-    payload = json.dumps(data, ensure_ascii=False).replace("</", "<\\/")
-    return _TEMPLATE.replace("__TITLE__", html.escape(title)).replace("__PLOTLY__", get_plotlyjs()) \
-        .replace("__DATA__", payload).replace("__FIG__", fig.replace("</", "<\\/"))
+    parts = {"__TITLE__": html.escape(title), "__PLOTLY__": get_plotlyjs(),
+             "__DATA__": script_json(json.dumps(data, ensure_ascii=False)), "__FIG__": script_json(fig)}
+    # one pass over the template: a placeholder's name inside the episode's own text is never replaced
+    return re.sub("|".join(parts), lambda m: parts[m.group(0)], _TEMPLATE)
+
+
+def script_json(text: str) -> str:
+    """JSON text to embed in an inline <script>: every `<`, `>` and `&` (which JSON has only inside strings) as a
+    \\u escape, so no string in it can end the script (`</script>`) or open a comment (`<!--`) that changes where
+    the parser finds its end; U+2028 and U+2029 too (line terminators in older JavaScript)."""
+    for ch, sub in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"),
+                    ("\u2029", "\\u2029")):
+        text = text.replace(ch, sub)
+    return text
 
 
 def export_episode(trace: str | Path, out: str | Path) -> Path:
@@ -167,7 +180,7 @@ function show(t) {
     : '<span class="muted">Sage has not planned yet.</span>';
   $("buffer").innerHTML = s.buffer.length ? "<ol>" + s.buffer.map(a => `<li><code>${esc(a)}</code></li>`).join("") + "</ol>"
     : '<span class="muted">empty: Swift proposes the next action</span>';
-  $("gate1").innerHTML = s.gate1.length ? s.gate1.map(g => `<div><span class="${g.decision}">${g.decision}</span>
+  $("gate1").innerHTML = s.gate1.length ? s.gate1.map(g => `<div><span class="${esc(g.decision)}">${esc(g.decision)}</span>
     <code>${esc(g.proposed)}</code>${g.result && g.result !== g.proposed ? " → <code>" + esc(g.result) + "</code>" : ""}
     <span class="muted">${esc(g.reason)}: ${esc(g.detail)}</span></div>`).join("")
     : '<span class="muted">Gate-1 did not check anything at this step (off in this preset, or nothing to check).</span>';

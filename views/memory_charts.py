@@ -9,6 +9,7 @@ import streamlit as st
 
 from memory_store import MEMORY_TYPES, TYPE_COLORS, MemoryStream
 from memory_store.scoring import recency as recency_curve
+from views.common import html_text
 
 
 def panel_recency_importance(stream: MemoryStream, frame: pd.DataFrame) -> None:
@@ -30,7 +31,8 @@ def panel_recency_importance(stream: MemoryStream, frame: pd.DataFrame) -> None:
             if len(sub):
                 dt = np.maximum(now - sub["last access"].to_numpy(), 0)
                 fig.add_scatter(x=dt, y=c.recency_decay ** dt, mode="markers", name=t,
-                                marker_color=TYPE_COLORS[t], text=sub["id"] + ": " + sub["description"].str[:70],
+                                marker_color=TYPE_COLORS[t],  # the memory's words: Plotly renders them as HTML
+                                text=(sub["id"] + ": " + sub["description"].str[:70]).map(html_text),
                                 hovertemplate="%{text}<br>%{x:.0f} steps ago<extra></extra>")
         fig.update_layout(title="Recency decay", xaxis_title="time steps since last access",
                           yaxis_title="recency", height=380, margin=dict(l=10, r=10, t=40, b=10))
@@ -91,7 +93,7 @@ def panel_projection(stream: MemoryStream, frame: pd.DataFrame, max_points: int 
         sel = (sub["type"] == t).to_numpy()
         if sel.any():
             fig.add_scatter(x=xy[sel, 0], y=xy[sel, 1], mode="markers", name=t, marker_color=TYPE_COLORS[t],
-                            text=(sub["id"] + ": " + sub["description"].str[:90])[sel],
+                            text=(sub["id"] + ": " + sub["description"].str[:90]).map(html_text)[sel],
                             hovertemplate="%{text}<extra></extra>")
     fig.update_layout(title=f"Embedding map ({method})", height=480, margin=dict(l=10, r=10, t=40, b=10))
     st.plotly_chart(fig, key="mem_projection")

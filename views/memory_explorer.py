@@ -2,10 +2,11 @@
 retrievals an episode trace recorded (read with agent_core.trace, exactly as recorded)."""
 from __future__ import annotations
 
+import hashlib
 import json
 import zlib
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pandas as pd
 import streamlit as st
@@ -14,6 +15,8 @@ from agent_core.trace import TraceError, read_episode
 from memory_store import MEMORY_TYPES, MemoryConfig, MemoryStream, RetrievalResult, open_stream
 from memory_store.charts import breakdown_figure
 from views import share, sources
+from views.common import md_text
+from views.memory_panels import plotly_safe
 from views.stores import short_path
 
 S = st.session_state
@@ -98,7 +101,7 @@ def _trace_retrievals(path: Path) -> list[tuple[str, RetrievalResult]]:
     try:
         ep = read_episode(path, tolerant=True)
     except (OSError, TraceError) as e:
-        st.error(f"Cannot read {path}: {e}")
+        st.error(f"Cannot read {md_text(path)}: {md_text(e)}")
         return []
     bad = [p.line for p in ep.problems] + ([ep.truncated_tail[0]] if ep.truncated_tail else [])
     if bad:
@@ -117,19 +120,20 @@ def parse_result(d: dict[str, Any] | RetrievalResult) -> RetrievalResult | None:
     try:
         return RetrievalResult.from_dict(d)
     except Exception as e:  # a malformed record is shown as a warning, never a crash
-        st.warning(f"This retrieval record could not be read: {type(e).__name__}: {e}")
+        st.warning(f"This retrieval record could not be read: {type(e).__name__}: {md_text(e)}")
         return None
 
 
 def render_retrieval(result: RetrievalResult, key: str) -> None:
     """Stacked score chart of a retrieval, with weight sliders that re-rank it live."""
-    st.markdown(f"**Query:** {result.query!r} · trigger **{result.trigger}** · now = {result.now:g} · "
-                f"top {result.k} of {result.eligible} eligible memories ({result.method}, "
-                f"{result.examined} scored, {result.elapsed_ms:.1f} ms)")
+    # a recorded (or pasted) retrieval: its query, trigger, method and filters are not ours, so escaped
+    st.markdown(f"**Query:** {md_text(repr(result.query))} · trigger **{md_text(result.trigger)}** · now = "
+                f"{result.now:g} · top {md_text(result.k)} of {md_text(result.eligible)} eligible memories "
+                f"({md_text(result.method)}, {md_text(result.examined)} scored, {result.elapsed_ms:.1f} ms)")
     if result.filters:
-        st.caption(f"Filters: {result.filters}")
+        st.caption(f"Filters: {md_text(result.filters)}")
     if not result.candidates:
-        st.info("This retrieval found no memories." + (f" Error: {result.error}" if result.error else ""))
+        st.info("This retrieval found no memories." + (f" Error: {md_text(result.error)}" if result.error else ""))
         return
     st.caption("What is this? Each bar is one retrieved memory; its length is the retrieval score, the sum "
                "of weight x normalized recency, importance and relevance (each scaled to 0-1 over the "
@@ -147,7 +151,7 @@ def render_retrieval(result: RetrievalResult, key: str) -> None:
     weights = {"recency": w_rec, "importance": w_imp, "relevance": w_rel}
     ranked = result.rerank(weights, k=int(show_k))
     original = {cid: i for i, cid in enumerate(result.top_ids, 1)}
-    st.plotly_chart(breakdown_figure(ranked, weights), key=f"{key}_chart")
+    st.plotly_chart(breakdown_figure(plotly_safe(ranked), weights), key=f"{key}_chart")  # hover text is HTML
     table = pd.DataFrame([{
         "rank": c.rank, "recorded rank": original.get(c.id), "id": c.id, "type": c.type, "score": round(c.score, 4),
         "recency (n)": round(c.recency_n, 3), "importance (n)": round(c.importance_n, 3),
@@ -208,6 +212,18 @@ def panel_query(stream: MemoryStream, frame: pd.DataFrame) -> None:
         render_retrieval(RetrievalResult.from_dict(S["mem_result"]), key=f"mem_q{S.get('mem_result_n', 0)}")
 
 
+UPLOAD_MB = 16  # the server refuses larger uploads too (server.maxUploadSize in .streamlit/config.toml)
+MAX_PASTE = 2_000_000  # characters
+
+
+def _parsed_once(src: str, key: str, text: Callable[[], str]) -> list[tuple[str, Any]]:
+    """A pasted or uploaded text's retrievals, parsed once per content (every rerun of the page reuses them)."""
+    cache = S.setdefault("mem_parsed", {})
+    if cache.get(src, (None,))[0] != key:
+        cache[src] = (key, _pasted_retrievals(text(), src))
+    return cache[src][1]
+
+
 def panel_trace() -> None:
     st.caption("What is this? Open a retrieval the agent recorded in an episode trace (or paste one) and see "
                "the scores it had at that step, exactly as recorded.")
@@ -227,12 +243,17 @@ def panel_trace() -> None:
             path = None
     found: list[tuple[str, Any]] = _trace_retrievals(path) if path is not None else []
     pasted = st.text_area("...or paste a RetrievalResult JSON (or a step record with `retrievals`)",
-                          key="mem_paste", height=100)
-    upload = st.file_uploader("...or upload one (.json / .jsonl)", type=["json", "jsonl"], key="mem_upload")
-    for src, raw in (("pasted", pasted), ("uploaded", upload.getvalue().decode("utf-8", "replace")
-                                           if upload is not None else "")):
-        if raw.strip():
-            found += _pasted_retrievals(raw, src)
+                          key="mem_paste", height=100, max_chars=MAX_PASTE)
+    upload = st.file_uploader(f"...or upload one (.json / .jsonl, at most {UPLOAD_MB} MB)", type=["json", "jsonl"],
+                              key="mem_upload")
+    if pasted.strip():
+        found += _parsed_once("pasted", hashlib.sha256(pasted.encode()).hexdigest(), lambda: pasted)
+    if upload is not None:
+        if upload.size > UPLOAD_MB * 2**20:
+            st.error(f"The file is {upload.size / 2**20:.1f} MB; this page reads at most {UPLOAD_MB} MB.")
+        else:
+            found += _parsed_once("uploaded", upload.file_id,
+                                  lambda: upload.getvalue().decode("utf-8", "replace"))
     if not found:
         return
     labels = [f"{i + 1}. {lab}" for i, (lab, _) in enumerate(found)]

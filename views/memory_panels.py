@@ -3,6 +3,7 @@ retrieved, with each retrieved memory's recency / importance / relevance, and th
 into Swift's input, Sage's prompt or the Critic's prompt. Rendered from step records only."""
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ import streamlit as st
 from agent_core.trace import EpisodeHeader, MemoryRetrieval, MemoryWrite, StepRecord
 from memory_store import TAG_COLORS
 from memory_store.charts import breakdown_figure
-from views.common import chip, clip, episode_mechanisms, esc, record_at
+from views.common import chip, clip, code, episode_mechanisms, esc, html_text, md_code, md_text, record_at
 from views.stores import resolve_store, short_path
 
 WHAT_AMM = ("What is this? Episodic memory (AMM): after every step the agent keeps only the *salient* ones "
@@ -38,16 +39,18 @@ def tag_chip(tag: str) -> str:
 
 
 def write_line(w: MemoryWrite) -> str:
+    """One memory write, for markdown with unsafe_allow_html: every recorded word escaped (the id in <code>)."""
     if w.error:
         return f"{tag_chip(w.tag)} **not written**: {esc(w.error)}"
-    return (f"{tag_chip(w.tag)} `{w.id}` · importance {w.importance:g} ({esc(w.importance_source)}) · "
+    return (f"{tag_chip(w.tag)} {code(w.id)} · importance {w.importance:g} ({esc(w.importance_source)}) · "
             f"{esc(w.why)}")
 
 
 def retrieval_title(r: MemoryRetrieval) -> str:
-    where = f" → injected into {INJECTED.get(r.injected_into, r.injected_into)}" if r.injected_into else ""
+    """One retrieval's title line (markdown, shown with unsafe_allow_html): the trigger and targets escaped too."""
+    where = f" → injected into {esc(INJECTED.get(r.injected_into, r.injected_into))}" if r.injected_into else ""
     n = len(r.result.top) if r.result is not None else 0
-    return f"**{r.trigger}** · {esc(r.why)} · {n} {'memory' if n == 1 else 'memories'} retrieved{where}"
+    return f"**{esc(r.trigger)}** · {esc(r.why)} · {n} {'memory' if n == 1 else 'memories'} retrieved{where}"
 
 
 def short_label(description: str) -> str:
@@ -63,10 +66,17 @@ def _labels(r: MemoryRetrieval) -> list[str]:
             for c in r.result.top]
 
 
+def plotly_safe(candidates: list) -> list:
+    """Copies of scored candidates whose id and description are HTML-escaped: breakdown_figure puts them in the
+    bars' hover text and tick labels, which Plotly renders as HTML (<b>, <a href>, <span style>)."""
+    return [dataclasses.replace(c, id=html_text(c.id), description=html_text(c.description)) for c in candidates]
+
+
 @st.cache_resource(show_spinner=False, max_entries=512)
 def _shared_bars(key_hash: int, _res, _labels: list[str]):
     """A recorded retrieval's score bars, built once per server for every browser that shows them."""
-    return breakdown_figure(_res.top, _res.weights, labels=_labels, title="", bar_height=26)
+    return breakdown_figure(plotly_safe(_res.top), _res.weights, labels=[html_text(x) for x in _labels], title="",
+                            bar_height=26)
 
 
 def render_retrieval_card(r: MemoryRetrieval, key: str, *, explain: bool = True, store: str = "") -> None:
@@ -74,13 +84,13 @@ def render_retrieval_card(r: MemoryRetrieval, key: str, *, explain: bool = True,
     if explain:
         st.caption(TRIGGERS.get(r.trigger, ""))
     if r.error:
-        st.warning(f"{r.error}. The prompt stayed exactly as it would be without memory; the run went on.")
+        st.warning(f"{md_text(r.error)}. The prompt stayed exactly as it would be without memory; the run went on.")
     if r.outcome:
-        st.caption(r.outcome)
+        st.caption(md_text(r.outcome))
     res = r.result
     if res is not None and res.top:
-        st.caption(f"Query: “{clip(res.query, 160)}” · {res.eligible} eligible memories "
-                   f"({', '.join(f'{k}={v}' for k, v in res.filters.items()) or 'no filter'}) · "
+        st.caption(f"Query: “{md_text(clip(res.query, 160))}” · {md_text(res.eligible)} eligible memories "
+                   f"({md_text(', '.join(f'{k}={v}' for k, v in res.filters.items())) or 'no filter'}) · "
                    f"now = {res.now:g} · {res.elapsed_ms:.0f} ms. ▶ marks the records that were injected.")
         labels = _labels(r)
         key_hash = hash((res.query, res.now, tuple((c.id, c.score) for c in res.top), tuple(labels),
@@ -116,20 +126,22 @@ def render_memory(header: EpisodeHeader, records: list[StepRecord], t: int) -> N
     """The Memory panel at step t: writes (tag chips) and retrievals (score bars, injected text)."""
     if not amm_on(header):
         preset = header.config.get("preset", "?") if isinstance(header.config, dict) else "?"
-        st.caption(f"Episodic memory (AMM) is not running in this preset (*{preset}*); the +AMM and Full presets "
-                   f"turn it on.")
+        st.caption(f"Episodic memory (AMM) is not running in this preset (*{md_text(preset)}*); the +AMM and Full "
+                   f"presets turn it on.")
         return
     st.markdown("**Episodic memory (AMM) at this step**")
     st.caption(WHAT_AMM)
     start = header.memory_at_start or {}
     if start.get("error"):
-        st.error(f"The memory store could not be opened, so this run went on without memory: {start['error']}")
+        st.error(f"The memory store could not be opened, so this run went on without memory: "
+                 f"{md_text(start['error'])}")
     else:
-        where = (f"Store `{short_path(header.memory_store)}`" if store_exists(header) else
-                 f"The run's store (`{Path(header.memory_store).name}`, not on this machine; every retrieval below "
-                 f"is read from the trace)")
-        st.caption(f"{where}: {start.get('memories', '?')} memories when the episode started "
-                   f"({start.get('seeded_from', '')}); its clock continued from {start.get('clock', '?')}.")
+        where = (f"Store {md_code(short_path(header.memory_store))}" if store_exists(header) else
+                 f"The run's store ({md_code(Path(header.memory_store).name)}, not on this machine; every retrieval "
+                 f"below is read from the trace)")
+        st.caption(f"{where}: {md_text(start.get('memories', '?'))} memories when the episode started "
+                   f"({md_text(start.get('seeded_from', ''))}); its clock continued from "
+                   f"{md_text(start.get('clock', '?'))}.")
     rec = record_at(records, t)
     if rec is None:
         st.caption("Nothing yet: memory is written after a step and read when Swift fails or Sage plans.")
@@ -152,7 +164,7 @@ def render_memory(header: EpisodeHeader, records: list[StepRecord], t: int) -> N
             with st.container(border=True):
                 render_retrieval_card(r, key=f"run_mem_{t}_{i}", store=header.memory_store)
     totals = memory_totals(records[:t])
-    st.caption("So far in this episode: " + (", ".join(f"{k} {v}" for k, v in totals.items()) or "nothing"))
+    st.caption("So far in this episode: " + (md_text(", ".join(f"{k} {v}" for k, v in totals.items())) or "nothing"))
 
 
 def memory_totals(records: list[StepRecord]) -> dict[str, int]:
@@ -175,10 +187,13 @@ def render_memory_detail(header: EpisodeHeader, rec: StepRecord) -> None:
     for i, r in enumerate(rec.retrievals):
         st.markdown(retrieval_title(r), unsafe_allow_html=True)
         if r.error:
-            st.caption(r.error)
+            st.caption(md_text(r.error))
         elif r.injected_text:
             st.code(r.injected_text, language=None, wrap_lines=True)
 
 
 def store_exists(header: EpisodeHeader) -> bool:
-    return bool(header.memory_store) and (resolve_store(header.memory_store) / "chroma.sqlite3").exists()
+    try:
+        return bool(header.memory_store) and (resolve_store(header.memory_store) / "chroma.sqlite3").exists()
+    except (OSError, ValueError):  # a recorded path no file can have (too long, a NUL): not on this machine
+        return False

@@ -3,6 +3,7 @@ and open one from a link. Everything is read back from trace files; no model is 
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 from typing import Callable
@@ -11,7 +12,7 @@ import streamlit as st
 
 from agent_core.trace import TraceError, has_summary, list_traces, read_episode
 from views import follow, render_episode, sources, tour
-from views.common import WHAT
+from views.common import WHAT, clip, md_code, md_text
 from views.continue_boxes import fork_box, parent_line, resume_box
 from views.episode_search import KINDS as SEARCH_KINDS, next_hit, search
 
@@ -66,13 +67,16 @@ def open_from_link() -> None:
     S["run_link_seen"] = (raw, st.query_params.get("step"))
     p = sources.resolve_trace(raw)
     if p is None:
-        S["run_link_error"] = (f"The link names `{raw}`, which is not a recorded episode this app can open (only "
+        S["run_link_error"] = (f"The link names {md_code(raw)}, which is not a recorded episode this app can open (only "
                                f"traces under runs/, assets/episodes/ or evals/).")
         return
     S["run_source"], S["run_open_trace"], S["run_trace"] = "Recorded episode", str(p), str(p)
     step = st.query_params.get("step")
-    if step and step.isdigit():
+    if step and re.fullmatch(r"[0-9]{1,6}", step):  # ASCII digits only: '²'.isdigit() is True, int('²') raises
         S["run_rec_loaded"], S["run_rec_step"] = str(p), int(step)
+    elif step:
+        S["run_link_error"] = (f"The link's step {md_code(clip(step, 20))} is not a step number; the episode opens "
+                               f"at step 0.")
 
 
 def _toggle_play(n: int) -> None:
@@ -160,14 +164,14 @@ def recorded_view(on_fork: Callable[[str, int, str, bool], None], on_resume: Cal
         stat = Path(path).stat()
         ep = _load_episode(path, stat.st_mtime, stat.st_size)
     except TraceError as e:
-        st.error(f"This trace cannot be read: {e}. Choose another episode.")
+        st.error(f"This trace cannot be read: {md_text(e)}. Choose another episode.")
         return
     except (OSError, ValueError) as e:
-        st.error(f"Cannot open {path}: {e}")
+        st.error(f"Cannot open {md_text(path)}: {md_text(e)}")
         return
     if ep.problems:
         first = ep.problems[0]
-        st.error(f"{len(ep.problems)} line(s) of this trace cannot be read, first {first}"
+        st.error(f"{len(ep.problems)} line(s) of this trace cannot be read, first {md_text(first)}"
                  + (f" (also lines {', '.join(str(p.line) for p in ep.problems[1:6])})" if len(ep.problems) > 1 else "")
                  + f". Showing the {len(ep.steps)} readable steps; the file is left as it is.")
     if ep.truncated_tail:
@@ -213,7 +217,7 @@ def follow_view() -> None:
     ep = follow.episode_or_message(target)
     with st.sidebar:
         st.caption("Following: " + ("the newest run (the teacher's)" if target == follow.LIVE else
-                                    f"`{sources.link_path(target)}`"))
+                                    md_code(sources.link_path(target))))
         t = follow.sidebar(ep, target)
     if ep is not None:
         follow.status_line(ep, t)

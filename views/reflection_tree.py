@@ -6,6 +6,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from memory_store import MEMORY_TYPES, TYPE_COLORS, MemoryStream
+from views.common import html_text, md_text
 
 S = st.session_state
 
@@ -43,7 +44,7 @@ def panel_tree(stream: MemoryStream) -> None:
         if ids:
             fig.add_scatter(x=[x[i] for i in ids], y=[mems[i].depth for i in ids], mode="markers", name=t,
                             marker=dict(color=TYPE_COLORS[t], size=[14 if t == "reflection" else 9 for _ in ids]),
-                            customdata=ids, text=[f"{i}: {mems[i].description[:90]}" for i in ids],
+                            customdata=ids, text=[html_text(f"{i}: {mems[i].description[:90]}") for i in ids],
                             hovertemplate="%{text}<extra></extra>")
     fig.update_layout(title="Reflection tree", yaxis_title="depth (0 = observation)", height=420,
                       xaxis=dict(showticklabels=False), yaxis=dict(dtick=1),
@@ -69,14 +70,14 @@ def panel_tree(stream: MemoryStream) -> None:
                  format_func=lambda i: f"{i} (depth {mems[i].depth}): {mems[i].description[:80]}",
                  key="mem_tree_pick", on_change=lambda: _focus(S["mem_tree_pick"]))
     m = mems[focus]
-    st.markdown(f"**{m.id}** · {m.type} · depth {m.depth} · importance {m.importance:g} · created {m.created:g}"
-                f"\n\n> {m.description}")
+    st.markdown(f"**{md_text(m.id)}** · {md_text(m.type)} · depth {md_text(m.depth)} · importance {m.importance:g} · "
+                f"created {m.created:g}\n\n> {md_text(m.description)}")  # the memory's own words, escaped
     left, right = st.columns(2)
     with left:
         st.markdown("**Evidence (cites)**")
         for e in m.evidence_ids:
             if e in mems:
-                st.button(f"{e} · {mems[e].type}: {mems[e].description[:70]}", key=f"mem_ev_{m.id}_{e}",
+                st.button(md_text(f"{e} · {mems[e].type}: {mems[e].description[:70]}"), key=f"mem_ev_{m.id}_{e}",
                           on_click=_focus, args=(e,))
         if not m.evidence_ids:
             st.caption("An observation or plan: a leaf of the tree.")
@@ -84,6 +85,7 @@ def panel_tree(stream: MemoryStream) -> None:
         st.markdown("**Cited by**")
         parents = [r for r in refl if m.id in r.evidence_ids]
         for r in parents:
-            st.button(f"{r.id}: {r.description[:70]}", key=f"mem_par_{m.id}_{r.id}", on_click=_focus, args=(r.id,))
+            st.button(md_text(f"{r.id}: {r.description[:70]}"), key=f"mem_par_{m.id}_{r.id}", on_click=_focus,
+                      args=(r.id,))
         if not parents:
             st.caption("No reflection cites this memory yet.")

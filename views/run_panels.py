@@ -16,7 +16,7 @@ from agent_core.config import ControllerConfig
 from agent_core.trace import EpisodeHeader, EpisodeSummary, StepRecord
 from views.charts import score_figure, timeline_figure
 from views.common import (MAPPING_WORDS, QUESTIONS, WHAT, actor_color, actor_label, badge, buffer_sources, chip,
-                          clip, decision_rows, episode_mechanisms, esc, record_at)
+                          clip, code, decision_rows, episode_mechanisms, html_block_text, md_code, md_text, record_at)
 from agent_core.provenance import describe_code
 from views.memory_panels import render_memory, render_memory_detail
 from views.narration import narrate, narration_track
@@ -57,7 +57,8 @@ def rules(config: dict[str, Any]) -> list[str]:
     c = config.get("controller", {}) if isinstance(config, dict) else {}
     w = c.get("stuck_window", 5)
     limit = c.get("buffer_fail_limit", 3)
-    prefixes = ", ".join(f"'{p} ...'" for p in c.get("critical_prefixes", ["focus on"]))
+    # the numbers and phrases are the recorded run's (its header), so they are escaped like any trace text
+    prefixes = md_text(", ".join(f"'{p} ...'" for p in c.get("critical_prefixes", ["focus on"])))
     markers = c.get("unexpected_markers", [])
     sw = config.get("swift", {}) if isinstance(config, dict) else {}
     if c.get("invalid_rule", "top1") == "top1":
@@ -71,17 +72,17 @@ def rules(config: dict[str, Any]) -> list[str]:
         critical += (f", and it is unsure which object: its probability margin between the two likeliest focus "
                      f"targets in view is below {m:g} (`swift.focus_margin`); a sure focus is taken without Sage")
     return [
-        f"**stuck**: the rewards of the last {w} steps sum to 0 (`controller.stuck_window = {w}`)",
+        f"**stuck**: the rewards of the last {md_text(w)} steps sum to 0 ({md_code(f'controller.stuck_window = {w}')})",
         invalid,
         critical,
         f"**unexpected**: the last observation reports a failure or anomaly ({len(markers)} phrases such as "
-        f"{', '.join(repr(m) for m in markers[:3])})",
+        f"{md_text(', '.join(repr(m) for m in markers[:3]))})",
         "**buffer_empty**: back to Swift when Sage's action buffer is empty",
-        f"**buffer_failed**: back to Swift when {limit} buffered actions fail in a row "
-        f"(`controller.buffer_fail_limit = {limit}`)",
-    ] + ([f"**swift_forced**: after {streak} Sage calls in a row with no step of Swift's own between them, Swift "
-          f"acts once whatever fired (`controller.sage_streak_limit = {streak}`; a focus Swift is unsure of becomes "
-          f"its best other action)"] if (streak := c.get("sage_streak_limit", 0)) else [])
+        f"**buffer_failed**: back to Swift when {md_text(limit)} buffered actions fail in a row "
+        f"({md_code(f'controller.buffer_fail_limit = {limit}')})",
+    ] + ([f"**swift_forced**: after {md_text(streak)} Sage calls in a row with no step of Swift's own between them, "
+          f"Swift acts once whatever fired ({md_code(f'controller.sage_streak_limit = {streak}')}; a focus Swift is "
+          f"unsure of becomes its best other action)"] if (streak := c.get("sage_streak_limit", 0)) else [])
 
 
 def consequence(rec: StepRecord) -> str:
@@ -93,7 +94,8 @@ def consequence(rec: StepRecord) -> str:
     if rec.trigger.name == "swift_forced":
         ev = rec.trigger.evidence
         n = ev.get("sage_calls_in_a_row", ControllerConfig().sage_streak_limit)
-        return f"Sage was not called ({', '.join(ev.get('set_aside', []))} set aside): after {n} Sage calls in a row, Swift acted once."
+        return (f"Sage was not called ({md_text(', '.join(map(str, ev.get('set_aside', []))))} set aside): after "
+                f"{md_text(n)} Sage calls in a row, Swift acted once.")
     if any(c.purpose == "focus_review" for c in rec.llm_calls) and not any(c.error for c in rec.llm_calls):
         return ("Sage compared the focus targets in view and chose this one." if rec.system == "sage" else
                 "Sage compared the focus targets in view and found none right yet, so Swift's best other action "
@@ -126,9 +128,9 @@ def consumed_from(rec: StepRecord) -> str:
 
 def step_summary(r: StepRecord) -> str:
     """The one-line label of a step in the step list."""
-    parts = [f"Step {r.step}", actor_label(r.system), r.action, f"score {r.score:g} ({r.reward:+g})"]
+    parts = [f"Step {r.step}", md_text(actor_label(r.system)), md_text(r.action), f"score {r.score:g} ({r.reward:+g})"]
     if r.trigger:
-        parts.append(f"⚡ {r.trigger.name}")
+        parts.append(f"⚡ {md_text(r.trigger.name)}")
     drops = sum(g.decision == "DROP" for g in r.gate1)
     if drops:
         parts.append(f"✗ Gate-1 dropped {drops}")
@@ -153,8 +155,9 @@ def render_header(header: EpisodeHeader, records: list[StepRecord], t: int, *, t
     rec = record_at(records, t)
     system = rec.system if rec else "swift"
     models = header.models or {}
-    st.markdown(f"### Step {t} · {header.task} (variation {header.variation}, {header.split})")
-    st.caption(f"**Task:** {header.task_description}")
+    st.markdown(f"### Step {t} · {md_text(header.task)} (variation {md_text(header.variation)}, "
+                f"{md_text(header.split)})")
+    st.caption(f"**Task:** {md_text(header.task_description)}")
     c1, c2, c3, c4 = st.columns([1, 1, 1, 2])
     c1.metric("Step" if total is None else f"Step (of {total})", str(t),
               help="Environment steps taken so far (0 = the start state).")
@@ -163,10 +166,12 @@ def render_header(header: EpisodeHeader, records: list[StepRecord], t: int, *, t
     c3.markdown("**Mode**<br>" + badge(system), unsafe_allow_html=True,
                 help="Which system chose this step's action: Swift (fast model), Sage (slow LLM planner) or "
                      "the Critic (self-reflection's LLM, through the buffer).")
-    c4.caption(f"preset **{header.config.get('preset', '?')}** · Swift: `{models.get('swift', '?')}` · "
-               f"Sage: `{models.get('sage', '?')}` · run `{header.run_id}` · running: "
-               f"{', '.join(episode_mechanisms(header))} · code {describe_code(header.code, header.run_id)}"
-               + (f" · config `{header.config_hash}`" if header.config_hash else ""))
+    preset = header.config.get('preset', '?') if isinstance(header.config, dict) else '?'
+    c4.caption(f"preset **{md_text(preset)}** · Swift: {md_code(models.get('swift', '?'))} · "
+               f"Sage: {md_code(models.get('sage', '?'))} · run {md_code(header.run_id)} · running: "
+               f"{md_text(', '.join(map(str, episode_mechanisms(header))))} · code "
+               f"{md_text(describe_code(header.code, header.run_id))}"
+               + (f" · config {md_code(header.config_hash)}" if header.config_hash else ""))
     if next_hint:
         c4.caption(next_hint)
 
@@ -178,27 +183,27 @@ def render_alerts(header: EpisodeHeader, records: list[StepRecord], t: int,
     if rec is None:
         return
     if rec.trigger:
-        st.info(f"**Why did control switch?** Rule **{rec.trigger.name}** fired: {rec.trigger.rule}. "
+        st.info(f"**Why did control switch?** Rule **{md_text(rec.trigger.name)}** fired: {md_text(rec.trigger.rule)}. "
                 f"{consequence(rec)}", icon="⚡")
     for c in rec.llm_calls:
         if c.failure() == "cancelled":  # Pause stopped it: the user's choice, not a failure
             whose = "Sage's" if c.purpose in ("plan", "ground", "focus_review") else "the"
-            st.info(f"Pause stopped {whose} {c.purpose} call ({c.error.split('] ')[-1]}); the step went on without "
-                    f"it" + (", with Swift's action." if whose == "Sage's" else "."), icon="⏸️")
+            st.info(f"Pause stopped {whose} {md_text(c.purpose)} call ({md_text(c.error.split('] ')[-1])}); the step "
+                    f"went on without it" + (", with Swift's action." if whose == "Sage's" else "."), icon="⏸️")
         elif c.error:
-            who = f"{c.backend} {c.model}".strip()
+            who = md_text(f"{c.backend} {c.model}".strip())
             if c.purpose in ("plan", "ground", "focus_review"):
-                st.error(f"Sage's LLM call ({c.purpose}, {who}) failed at this step, so the agent fell back to "
-                         f"Swift's action. The error: {c.error}")
+                st.error(f"Sage's LLM call ({md_text(c.purpose)}, {who}) failed at this step, so the agent fell back "
+                         f"to Swift's action. The error: {md_text(c.error)}")
             else:  # the Critic, the importance rater, ...: the step itself went on as usual
-                st.error(f"The {c.purpose} LLM call ({who}) failed at this step. The error: {c.error}")
+                st.error(f"The {md_text(c.purpose)} LLM call ({who}) failed at this step. The error: {md_text(c.error)}")
     for ev in rec.env_events:
-        st.warning(f"ScienceWorld: {ev.kind}: {ev.detail}")
+        st.warning(f"ScienceWorld: {md_text(ev.kind)}: {md_text(ev.detail)}")
     if rec.failed:
         st.error(f"The task failed at this step (score {rec.score:g}).")
     if t == len(records) and summary is not None:
-        text = (f"Episode over: **{summary.reason}** after {summary.steps} steps, final score "
-                f"{summary.final_score:g}." + (f" Error: {summary.error}" if summary.error else ""))
+        text = (f"Episode over: **{md_text(summary.reason)}** after {md_text(summary.steps)} steps, final score "
+                f"{summary.final_score:g}." + (f" Error: {md_text(summary.error)}" if summary.error else ""))
         (st.success if summary.success else st.warning)(text)
 
 
@@ -214,10 +219,10 @@ def render_observation(header: EpisodeHeader, records: list[StepRecord], t: int)
                 st.text(header.initial_observation)
             else:
                 mark = "" if rec.action_valid in (None, True) else " ✗ not a valid action"
-                st.markdown(f"**>** `{rec.action}` ({actor_label(rec.system)}){mark}")
+                st.markdown(f"**>** {md_code(rec.action)} ({md_text(actor_label(rec.system))}){mark}")
                 st.text(rec.observation)
     with c2:
-        st.markdown(f"**Look around**{' · ' + rec.room if rec and rec.room else ''}")
+        st.markdown(f"**Look around**{' · ' + md_text(rec.room) if rec and rec.room else ''}")
         st.caption(WHAT["look"])
         with st.container(border=True, height=230):
             st.text(rec.look if rec else header.initial_look)
@@ -239,8 +244,8 @@ def render_timeline(header: EpisodeHeader, records: list[StepRecord], t: int, *,
         st.plotly_chart(fig, key="run_timeline_chart", width="stretch", config={"displayModeBar": False})
         switches = [r for r in records[:t] if r.trigger][-3:]
         if switches:
-            st.caption("Latest switches: " + "; ".join(f"step {r.step}: **{r.trigger.name}** ({r.trigger.rule})"
-                                                       for r in reversed(switches)))
+            st.caption("Latest switches: " + "; ".join(f"step {r.step}: **{md_text(r.trigger.name)}** "
+                                                       f"({md_text(r.trigger.rule)})" for r in reversed(switches)))
     with st.expander("The switching rules (when Swift hands control to Sage, and back)"):
         st.caption("The agent starts with Swift. Before each Swift action it checks these rules; the first that "
                    "holds calls Sage, whose buffered actions then run until the buffer is empty or fails.")
@@ -262,13 +267,14 @@ def render_plan(header: EpisodeHeader, records: list[StepRecord], t: int) -> Non
                                                                                f"ago"))
     for q, question in QUESTIONS.items():
         answer = plan.get(q)
-        st.markdown(f"**{q}. {question}**  \n{answer if answer else '*(no answer)*'}")
+        st.markdown(f"**{q}. {question}**  \n{md_text(answer) if answer else '*(no answer)*'}")
 
 
 def _pending_line(i: int, action: str, source: str) -> str:
-    """One pending buffer item; the Critic's are marked in its colour (Sage's are the default)."""
+    """One pending buffer item; the Critic's are marked in its colour (Sage's are the default). For markdown with
+    unsafe_allow_html: the action is entity- and backslash-escaped inside <code> (views.common.code)."""
     mark = f" {chip('from the Critic', actor_color('critic'))}" if source == "critic" else ""
-    return f"{i}. `{action}`{mark}"
+    return f"{i}. {code(action)}{mark}"
 
 
 def render_buffer(header: EpisodeHeader, records: list[StepRecord], t: int) -> None:
@@ -278,7 +284,7 @@ def render_buffer(header: EpisodeHeader, records: list[StepRecord], t: int) -> N
     if rec is None:
         st.caption("Empty: nothing planned yet.")
         return
-    st.markdown(f"**Consumed this step:** `{rec.action}` ({consumed_from(rec)})")
+    st.markdown(f"**Consumed this step:** {md_code(rec.action)} ({md_text(consumed_from(rec))})")
     if rec.buffer_after:
         items = zip(rec.buffer_after, buffer_sources(rec))
         st.markdown("**Pending** (next first):\n" + "\n".join(_pending_line(i, a, s) for i, (a, s) in
@@ -286,11 +292,14 @@ def render_buffer(header: EpisodeHeader, records: list[StepRecord], t: int) -> N
     else:
         st.markdown("**Pending:** *(empty: Swift proposes the next action)*")
     if rec.buffer_before and rec.buffer_before != rec.buffer_after:
-        st.caption("Buffer when this step began: " + " → ".join(f"`{a}`" for a in rec.buffer_before))
+        st.caption("Buffer when this step began: " + " → ".join(md_code(a) for a in rec.buffer_before))
     if rec.mappings:
         st.markdown("**Mapped onto valid actions:**")
-        st.table([{"planned": m.raw, "mapped to": m.mapped or "—", "how": m.method,  # wraps, never clips
-                   "similarity": "—" if m.similarity is None else f"{m.similarity:.2f}", "why not": m.reason or ""}
+        # st.table renders each cell as markdown (Streamlit 1.67): the recorded words are escaped
+        st.table([{"planned": md_text(m.raw), "mapped to": md_text(m.mapped) if m.mapped else "—",
+                   "how": md_text(m.method),  # wraps, never clips
+                   "similarity": "—" if m.similarity is None else f"{m.similarity:.2f}",
+                   "why not": md_text(m.reason or "")}
                   for m in rec.mappings], hide_index=True)
         st.caption(" · ".join(f"**{k}**: {v}" for k, v in MAPPING_WORDS.items()))
 
@@ -326,7 +335,7 @@ def _render_prompts(r: StepRecord) -> None:
         read = "option" if scored and c.purpose in ("ground", "focus_review") else "output"  # scored, not written
         cache = (f" ({c.prompt_tokens - c.cached_tokens} read afresh, {c.cached_tokens} from the model's cache)"
                  if c.cached_tokens else "")
-        st.markdown(f"**{i}. {c.purpose}** · {c.backend} `{c.model}` · {c.latency_s:.1f} s · "
+        st.markdown(f"**{i}. {md_text(c.purpose)}** · {md_text(c.backend)} {md_code(c.model)} · {c.latency_s:.1f} s · "
                     f"{c.prompt_tokens} prompt{cache} + {c.completion_tokens} {read} tokens"
                     + (f" · {c.cpu_threads} CPU thread{'s' if c.cpu_threads > 1 else ''}" if c.cpu_threads else ""))
         if c.cache_state in _CACHE_NOTES:
@@ -342,21 +351,21 @@ def _render_prompts(r: StepRecord) -> None:
 
 def render_step_detail(header: EpisodeHeader, r: StepRecord) -> None:
     """One step in full: the switch and its evidence, self-reflection, notes, then tabs for the raw parts."""
-    st.markdown(f"**Action** `{r.action}` by {actor_label(r.system)} → room *{r.room or '?'}*, score "
-                f"{r.score:g} ({r.reward:+g}){' · done' if r.done else ''}")
+    st.markdown(f"**Action** {md_code(r.action)} by {md_text(actor_label(r.system))} → room "
+                f"*{md_text(r.room or '?')}*, score {r.score:g} ({r.reward:+g}){' · done' if r.done else ''}")
     st.text(clip(r.observation, 600))
     if r.trigger:
-        st.markdown(f"⚡ **Switch: {r.trigger.name}** ({r.trigger.rule})")
+        st.markdown(f"⚡ **Switch: {md_text(r.trigger.name)}** ({md_text(r.trigger.rule)})")
         if r.trigger.evidence:
-            st.caption("Evidence: " + clip(json.dumps(r.trigger.evidence, default=str), 300))
+            st.caption("Evidence: " + md_text(clip(json.dumps(r.trigger.evidence, default=str), 300)))
     for c in r.llm_calls:
         if c.error:
-            st.error(f"LLM call {c.purpose} failed: {c.error}")
+            st.error(f"LLM call {md_text(c.purpose)} failed: {md_text(c.error)}")
     render_srm_detail(header, r)
     rows = decision_rows(r)
     if rows:
         st.markdown("**Decisions in this step** (typed records, in the order taken):\n" +
-                    "\n".join(f"- *{label}*: {text}" for label, text in rows))
+                    "\n".join(f"- *{md_text(label)}*: {md_text(text)}" for label, text in rows))
     for d in r.decisions:
         if d.kind == "option_scores" and d.options:
             pmi = getattr(d, "rule", "mean") == "pmi" and len(d.reply) == len(d.options)
@@ -372,23 +381,23 @@ def render_step_detail(header: EpisodeHeader, r: StepRecord) -> None:
                          hide_index=True, width="stretch", height=min(36 * (len(d.options) + 1) + 4, 300))
     render_memory_detail(header, r)
     if r.timings:
-        st.caption("Time: " + ", ".join(f"{k} {v:.2f} s" for k, v in r.timings.items()))
+        st.caption("Time: " + ", ".join(f"{md_text(k)} {v:.2f} s" for k, v in r.timings.items()))
     tabs = st.tabs(["Swift candidates", "Prompts & raw outputs", "Full record (JSON)"])
     with tabs[0]:
         if r.swift_candidates:
             st.caption(f"Swift's ranked guesses (log-probability; higher is surer). Unconstrained top-1: "
-                       f"`{r.swift_top1}`.")
+                       f"{md_code(r.swift_top1)}.")
             st.dataframe([{"action": c.action, "log-prob": c.score, "valid": c.valid} for c in r.swift_candidates],
                          hide_index=True, width="stretch")
             if r.swift_valid_ranked:
-                st.caption("Best valid actions: " + ", ".join(f"`{c.action}`" for c in r.swift_valid_ranked[:5]))
+                st.caption("Best valid actions: " + ", ".join(md_code(c.action) for c in r.swift_valid_ranked[:5]))
         else:
             st.caption("Swift was not asked at this step (the action came from the buffer).")
         for who, unnamed in (("Swift", r.swift_focus_unnamed), ("Sage", r.sage_focus_unnamed)):
             if unnamed:
                 st.caption(f"Not options for {who} (focus targets in view that the task does not name or names "
                            f"for later, and the rooms, doors, inventory and air, which no task focuses on): "
-                           + ", ".join(f"`{a}`" for a in unnamed[:12])
+                           + ", ".join(md_code(a) for a in unnamed[:12])
                            + (f" and {len(unnamed) - 12} more" if len(unnamed) > 12 else ""))
     with tabs[1]:
         _render_prompts(r)
@@ -439,9 +448,11 @@ def render_narration(header: EpisodeHeader, records: list[StepRecord], t: int, r
     if rec is None:
         st.caption("Narration: nothing has happened yet. Step the agent to hear what it does and why.")
         return
+    # an HTML block (the body starts with <div>): markdown is not parsed inside it, so the narration (built from
+    # the record's words) is HTML-escaped, on one line (a blank line would end the block), [ ] ` $ as entities
     st.markdown(f'<div class="swiftsage-narration" style="border-left: 4px solid {actor_color(rec.system)}; '
                 f'padding: 0.4rem 0.8rem; margin: 0.3rem 0 0.8rem 0; font-size: 1.05rem;">🗣️ '
-                f'{esc(" ".join(narrate(rec, header)))}</div>', unsafe_allow_html=True)
+                f'{html_block_text(" ".join(narrate(rec, header)))}</div>', unsafe_allow_html=True)
     if recorded and len(records) > 1:
         # drawn only while open, and only the steps around this one: a 1,000-step episode would send its whole
         # text track with every move of the slider
@@ -453,7 +464,7 @@ def render_narration(header: EpisodeHeader, records: list[StepRecord], t: int, r
                            "plays." + (f" Steps {lo + 1}-{hi} of {len(records)} (the exported HTML file has them all)."
                                        if hi - lo < len(records) else ""))
                 window = records[lo:hi]
-                st.markdown("\n".join(f"{'**' if r.step == t else ''}{esc(line)}{'**' if r.step == t else ''}  "
+                st.markdown("\n".join(f"{'**' if r.step == t else ''}{md_text(line)}{'**' if r.step == t else ''}  "
                                        for r, line in zip(window, narration_track(window, header))))
 
 

@@ -14,8 +14,8 @@ import streamlit as st
 from agent_core.actions import action_key, strip_decorations
 from agent_core.palette import GATE1_COLORS, STAGNATION_COLOR
 from agent_core.trace import CriticCall, EpisodeHeader, Gate1Decision, MenuChoice, StagnationReport, StepRecord
-from views.common import (SRM_MECHANISMS, WHAT, actor_color, chip, code, episode_mechanisms, esc, plural,
-                          record_at)
+from views.common import (SRM_MECHANISMS, WHAT, actor_color, chip, code, episode_mechanisms, esc, md_code, md_text,
+                          plural, record_at)
 
 SOURCE_LABELS = {"swift": "Swift", "sage": "Sage", "critic": "Critic", "menu": "menu answer"}
 DECISION_WORDS = {"ACCEPT": "valid as written (after normalization): it runs",
@@ -83,7 +83,8 @@ SRM_RULE_WORDS: tuple[tuple[str, str], ...] = (
 def srm_rules(config: dict[str, Any]) -> list[str]:
     """SRM's numbers in words with their config names, from the run's own configuration."""
     s = config.get("srm", {}) if isinstance(config, dict) else {}
-    return [f"{words.format(v=s[key])} (`srm.{key} = {s[key]}`)" for key, words in SRM_RULE_WORDS if key in s]
+    return [f"{words.format(v=md_text(s[key]))} ({md_code(f'srm.{key} = {s[key]}')})" for key, words in SRM_RULE_WORDS
+            if key in s]  # the recorded run's values: escaped like any trace text
 
 
 def mode_words(mode: str) -> str:
@@ -100,7 +101,7 @@ def stagnation_lines(rep: StagnationReport) -> list[str]:
     lines = []
     for i, mode in enumerate(rep.modes):
         words = rep.explanation[i] if len(rep.explanation) == len(rep.modes) else mode_words(mode)
-        seen = f", seen {rep.counts[mode]} times" if mode in rep.counts else ""
+        seen = f", seen {esc(rep.counts[mode])} times" if mode in rep.counts else ""
         lines.append(f"{esc(words)} ({code(mode)}{seen})")
     if len(rep.explanation) != len(rep.modes):  # explanations that do not pair with modes: show them all
         lines += [esc(e) for e in rep.explanation]
@@ -235,10 +236,10 @@ def render_critic(c: CriticCall, decisions: list[Gate1Decision], *, explain: boo
     st.markdown(f"**Critic**: {chip(words, color)}", unsafe_allow_html=True)  # one phrase, not status + words
     if explain:
         st.caption(WHAT["critic"])
-    st.markdown(f"Asked for by the stagnation report of step {c.report_step}." +
+    st.markdown(f"Asked for by the stagnation report of step {esc(c.report_step)}." +
                 (f" {esc(c.reason)}" if c.reason else ""), unsafe_allow_html=True)
     if c.error:
-        st.error(f"The Critic's call failed: {c.error}")
+        st.error(f"The Critic's call failed: {md_text(c.error)}")
     if c.diagnosis:
         st.markdown(f"**DIAGNOSIS** (what is going wrong): {esc(c.diagnosis)}", unsafe_allow_html=True)
     if c.course_correction:
@@ -257,7 +258,7 @@ def render_critic(c: CriticCall, decisions: list[Gate1Decision], *, explain: boo
         info.append(f"{c.latency_s:.1f} s")
     st.caption(" · ".join(info))
     if c.problems:
-        st.caption("Problems reading its answer: " + "; ".join(c.problems))
+        st.caption("Problems reading its answer: " + "; ".join(md_text(p) for p in c.problems))
     if show_raw and (c.prompt or c.output):
         with st.expander("The Critic's exact prompt and raw output"):
             render_critic_raw(c)
@@ -273,7 +274,7 @@ def not_running_line(header: EpisodeHeader) -> str | None:
     names = ", ".join(off[:-1]) + (" and " if len(off) > 1 else "") + off[-1]
     preset = header.config.get("preset", "?") if isinstance(header.config, dict) else "?"
     verb = "is" if len(off) == 1 else "are"
-    return (f"Self-reflection: {names[0].upper() + names[1:]} {verb} not running in this preset (*{preset}*); "
+    return (f"Self-reflection: {names[0].upper() + names[1:]} {verb} not running in this preset (*{md_text(preset)}*); "
             f"the +SRM and Full presets turn {'it' if len(off) == 1 else 'them'} on.")
 
 

@@ -28,7 +28,10 @@ def short_path(path: str) -> str:
 
 
 def is_store(path: str | Path) -> bool:
-    return (Path(path) / "chroma.sqlite3").exists()
+    try:
+        return (Path(path) / "chroma.sqlite3").exists()
+    except (OSError, ValueError):  # a recorded or typed path no file can have (too long, a NUL): not a store
+        return False
 
 
 def latest_run_store() -> tuple[str, str] | None:
