@@ -2,6 +2,8 @@
 packaged model, and a tiny misbehaving one for malformed replies."""
 from __future__ import annotations
 
+import http.server
+
 import json
 import socket
 import subprocess
@@ -60,11 +62,13 @@ class LlamaServer:
 
 class BadServer:
     """Answers /v1/chat/completions with whatever `mode` says: empty, nochoices, notjson, http500, http404, slow
-    (a real answer after `delay` seconds), garbage (a reply of symbols and control characters)."""
+    (a real answer after `delay` seconds), garbage (a reply of symbols and control characters), reply (the text in
+    `reply`, at once)."""
 
     def __init__(self):
         self.mode = "empty"
         self.delay = 30.0
+        self.reply = ""  # what mode "reply" answers
         self.auth: list[str] = []  # the Authorization header of every request (tests check the key was sent)
         self.bodies: list[dict] = []  # every request's JSON body (tests check what the agent sent)
         outer = self
@@ -103,11 +107,12 @@ class BadServer:
                     self._send(500, b'{"error": "model crashed"}')
                 elif m == "http404":
                     self._send(404, b'{"error": "no such model"}')
-                elif m in ("slow", "garbage"):
+                elif m in ("slow", "garbage", "reply"):
                     if m == "slow":  # answers, but only after `delay` seconds (a model server under load)
                         time.sleep(outer.delay)
-                    text = ("Q1: the pot. Q2: water. Q3: fill it. Q4: go to the kitchen. Q5: no mistake.\n1"
-                            if m == "slow" else "\u2603\u2603 %%%% <unk><unk> \x07 ;;;; 0x7f \ufffd\ufffd")
+                    text = {"slow": "Q1: the pot. Q2: water. Q3: fill it. Q4: go to the kitchen. Q5: no mistake.\n1",
+                            "garbage": "\u2603\u2603 %%%% <unk><unk> \x07 ;;;; 0x7f \ufffd\ufffd",
+                            "reply": outer.reply}[m]
                     try:
                         self._send(200, json.dumps({**base, "choices": [{"index": 0, "finish_reason": "stop",
                                                     "message": {"role": "assistant", "content": text}}]}).encode())
@@ -123,3 +128,32 @@ class BadServer:
     def stop(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+class Listener:
+    """An attacker's server on 127.0.0.1: counts every request it gets."""
+
+    def __init__(self) -> None:
+        self.requests: list[str] = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):  # noqa: N802
+                outer.requests.append(self.path)
+                self.send_response(200)
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+            do_POST = do_GET  # noqa: N815
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

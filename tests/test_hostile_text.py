@@ -18,19 +18,19 @@ shown through the helpers of views/common.py (md_text, md_code, code, model_mark
 from __future__ import annotations
 
 import contextlib
-import http.server
 import itertools
 import json
 import re
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Iterable, Iterator
 from urllib.parse import quote
 
 import pytest
+
+from tests.llm_server import Listener
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "assets" / "episodes" / "inclined-plane-friction-named-surfaces-v1038-full.jsonl"
@@ -421,41 +421,13 @@ def _fragments():
                     min_size=4, max_size=10)
 
 
-class _FakeModel:
-    """An OpenAI-compatible chat endpoint in a thread that answers with hostile text (the Ask page's model)."""
+def _hostile_model(answer: str):
+    """The Ask page's model: an OpenAI-compatible endpoint on 127.0.0.1 that answers with hostile text."""
+    from tests.llm_server import BadServer
 
-    def __init__(self, answer: str):
-        outer = self
-        self.answer = answer
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *a):
-                pass
-
-            def _send(self, body: dict) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self):
-                self._send({"object": "list", "data": [{"id": "hostile", "object": "model"}]})
-
-            def do_POST(self):
-                self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                self._send({"id": "x", "object": "chat.completion", "created": 0, "model": "hostile",
-                            "choices": [{"index": 0, "finish_reason": "stop",
-                                         "message": {"role": "assistant", "content": outer.answer}}]})
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    model = BadServer()
+    model.mode, model.reply = "reply", answer
+    return model
 
 
 def _render_every_page(tmp_path: Path, monkeypatch, texts: list[str], n: int) -> list[str]:
@@ -511,7 +483,7 @@ def _render_every_page(tmp_path: Path, monkeypatch, texts: list[str], n: int) ->
 
     # Ask the agent: a question the records answer (phrased by the model) and one the memories answer, with a
     # model that answers in hostile text
-    model = _FakeModel(" ".join(texts[:6]) + " [1] [9]")
+    model = _hostile_model(" ".join(texts[:6]) + " [1] [9]")
     try:
         ask = AppTest.from_file(str(ROOT / "pages" / "6_Ask.py"), default_timeout=300)
         ask.query_params["trace"] = str(trace)
@@ -529,7 +501,7 @@ def _render_every_page(tmp_path: Path, monkeypatch, texts: list[str], n: int) ->
         seen += _assert_clean(ask, "Ask page, a free question")
         assert len(ask.session_state["ask_history"]) >= 1
     finally:
-        model.close()
+        model.stop()
     return seen
 
 
@@ -558,41 +530,13 @@ def test_every_page_escapes_hostile_trace_text(tmp_path, monkeypatch):
 
 # ----------------------------------------------------------------------------- in Chromium
 
-class Listener:
-    """An attacker's server on 127.0.0.1: it answers everything with 404 and counts what it was asked."""
-
-    def __init__(self):
-        self.hits: list[str] = []
-        outer = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *a):
-                pass
-
-            def _any(self):
-                outer.hits.append(f"{self.command} {self.path}")
-                self.send_response(404)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            do_GET = do_POST = do_HEAD = do_OPTIONS = _any
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.httpd.server_address[1]
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
 @contextlib.contextmanager
 def _listener() -> Iterator[Listener]:
     lis = Listener()
     try:
         yield lis
     finally:
-        lis.close()
+        lis.stop()
 
 
 PWN_JS = """(port) => {
@@ -617,7 +561,7 @@ def _check_browser(page, lis: Listener, requests: list[str], allowed: tuple[str,
     state = page.evaluate(PWN_JS, lis.port)
     assert state["pwned"] == "undefined", f"{where}: a script ran"
     assert not state["bad"], f"{where}: elements point at the listener: {state['bad']}"
-    assert not lis.hits, f"{where}: the listener was asked: {lis.hits}"
+    assert not lis.requests, f"{where}: the listener was asked: {lis.requests}"
     strays = [u for u in requests if not u.startswith(allowed)]
     assert not strays, f"{where}: requests beyond the app: {strays[:10]}"
 

@@ -9,9 +9,7 @@ what is tried.
 from __future__ import annotations
 
 import asyncio
-import http.server
 import os
-import threading
 import urllib.parse
 from pathlib import Path
 
@@ -19,38 +17,12 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.browser_util import ROOT, nginx_proxy, served_app
+from tests.llm_server import Listener
 from tests.st_client import Session
 
 EXAMPLE = ROOT / "assets" / "episodes" / "inclined-plane-friction-named-surfaces-v1038-full.jsonl"
 SECRET = "OUTSIDE-SECRET-7f3a"  # in every file outside the app's folders: never on a page
 PASS = "teacher-passcode-42"
-
-
-class Listener:
-    """An attacker's server on 127.0.0.1: counts every request it gets."""
-
-    def __init__(self) -> None:
-        self.requests: list[str] = []
-        outer = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *a):
-                pass
-
-            def do_GET(self):  # noqa: N802
-                outer.requests.append(self.path)
-                self.send_response(200)
-                self.end_headers()
-                self.wfile.write(b"{}")
-
-            do_POST = do_GET  # noqa: N815
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def stop(self) -> None:
-        self.server.shutdown()
 
 
 @pytest.fixture
