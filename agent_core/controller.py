@@ -233,21 +233,23 @@ class Agent(Switching, BufferTurn, SageTurn, SwiftTurn, SRMHooks, Continuing):
         return self.finish() if self.done else self.summary  # type: ignore[return-value]
 
     # ------------------------------------------------------------ one step
-    def step(self) -> StepRecord:
+    def step(self, given: str | None = None) -> StepRecord:
+        """One step. `given`: the action this step plays instead of deciding one (a branch of a rollout,
+        agent_core.rollout: system "branch"); it passes the same last safeguard as any action."""
         if self.writer is None or self.last is None:
             raise RuntimeError("start(task, variation) first")
         if self.done:
             raise RuntimeError("the episode is over")
         prev = self.state
         try:
-            return self._step(prev)
+            return self._step(prev, given)
         except BaseException:
             self.state = prev  # a step that never reached its record changed nothing the agent knows
             if self.amm is not None:
                 self.amm.discard_step()  # nor the store's access times (its writes go at a resume's rewind)
             raise
 
-    def _step(self, prev: AgentState) -> StepRecord:
+    def _step(self, prev: AgentState, given: str | None = None) -> StepRecord:
         t_all = time.perf_counter()
         # the step decides on a working copy; the committed state changes only through `apply` below
         self.state = st = prev.draft()
@@ -260,7 +262,9 @@ class Agent(Switching, BufferTurn, SageTurn, SwiftTurn, SRMHooks, Continuing):
         action: str | None = None
         system = "swift"
 
-        if self.last.menu:
+        if given is not None:
+            action, system = given, "branch"
+        elif self.last.menu:
             action, system = self._answer_menu(w)
         else:
             if self.parts.critic is not None:

@@ -7,9 +7,10 @@ ACTOR_COLORS = {
     "critic": "#dd6b00",  # SRM's bounded Critic
     "gate1_drop": "#d62728",  # an action Gate-1 dropped
     "user": "#7f7f7f",
+    "branch": "#a0527a",  # a rollout's given action (a road not taken)
 }
 ACTOR_LABELS = {"swift": "Swift (fast)", "sage": "Sage (slow)", "critic": "Critic", "gate1_drop": "Gate-1 drop",
-                "user": "You"}
+                "user": "You", "branch": "Branch"}
 MEMORY_TYPE_COLORS = {"observation": "#4C78A8", "reflection": "#d4700b", "plan": "#54A24B"}
 # Gate-1's three decisions: green goes ahead, amber was fixed, red (the Gate-1 drop colour) never ran.
 GATE1_COLORS = {"ACCEPT": "#2ca02c", "REPAIR": "#b07800", "DROP": ACTOR_COLORS["gate1_drop"]}

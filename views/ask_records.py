@@ -21,7 +21,7 @@ _STEP = re.compile(r"\bstep\s*#?\s*(\d+)", re.I)
 _WHY_DID = re.compile(r"^\s*(?:why|when)\s+did\s+(?:you|the agent|it)\s+(.+?)\s*\??\s*$", re.I)
 _QUOTED = re.compile(r"'([^']+)'")
 _NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?")
-SYSTEMS = {"swift": "Swift", "sage": "Sage", "critic": "the Critic", "user": "you"}
+SYSTEMS = {"swift": "Swift", "sage": "Sage", "critic": "the Critic", "user": "you", "branch": "a branch"}
 NEGATIONS = frozenset({"never", "not", "no", "none", "nothing", "without"})
 
 

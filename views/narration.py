@@ -86,6 +86,8 @@ def actor_sentence(rec: StepRecord, header: EpisodeHeader | None = None) -> str:
         return f"The Critic's suggestion {_q(rec.action)} was taken from the action buffer."
     if rec.system == "user":
         return f"You typed {_q(rec.action)}."
+    if rec.system == "branch":
+        return f"This branch plays {_q(rec.action)} here, the road the recorded episode did not take."
     if trig is not None and trig.name == "swift_forced":
         n = trig.evidence.get("sage_calls_in_a_row", ControllerConfig().sage_streak_limit)
         return (f"Sage had been asked {n} times in a row, so this time Swift acted on its own "

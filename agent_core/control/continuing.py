@@ -109,7 +109,7 @@ class Continuing:
                "could not be rebuilt"))))
         return h
 
-    def fork(self, parent, at_step: int) -> EpisodeHeader:
+    def fork(self, parent, at_step: int, branch: dict | None = None, run_id: str | None = None) -> EpisodeHeader:
         """Start a new episode that continues `parent` (an agent_core.trace.Episode) after its step `at_step`,
         under this agent's preset and LLM: a fresh environment replays the parent's first `at_step` actions and
         each observation and score must equal the recorded one (else ReplayError, and the fork's trace says
@@ -117,7 +117,8 @@ class Continuing:
         Under the parent's own settings (the LLM aside) the fork keeps the parent's whole state, buffer and Critic
         budget included, and goes on as the parent did; under other settings it starts in Swift with an empty
         buffer and its own Critic budget (episode.replay.fork_state). No memory is written for the replayed steps
-        (the parent's store already has them)."""
+        (the parent's store already has them). `branch`: what a rollout plays from here (agent_core.rollout), kept
+        in the header's `parent` as `branch`."""
         h, steps = parent.header, parent.steps
         if not 0 <= at_step <= len(steps):
             raise ReplayError(f"cannot fork at step {at_step}: the recorded episode has steps 0-{len(steps)}")
@@ -130,7 +131,10 @@ class Continuing:
         info = {"trace": str(parent.path), "run_id": h.run_id, "step": at_step,
                 "preset": (h.config or {}).get("preset", "") if isinstance(h.config, dict) else "",
                 "same_settings": same}
-        header = self.start(h.task, h.variation, split=h.split or None, parent=info, look=h.initial_look or None)
+        if branch:
+            info["branch"] = dict(branch)
+        header = self.start(h.task, h.variation, split=h.split or None, run_id=run_id, parent=info,
+                            look=h.initial_look or None)
         if h.initial_look and self.last.look.strip() != h.initial_look.strip():
             error = (f"replay diverged at step 0: the task starts in another state than recorded "
                      f"({first_difference(self.last.look, h.initial_look)})")

@@ -9,6 +9,7 @@ import statistics
 from collections import Counter
 from typing import Any, Iterable
 
+from ..actions import action_key, verb_of
 from ..config import EvalConfig
 from ..trace import Episode, LLMCall
 
@@ -41,6 +42,44 @@ def pick_position(option: int | None) -> str:
     return str(option) if option else "own"
 
 
+def shown_position(rec, pick) -> str:
+    """Where Sage's pick stood in the list as the model read it: scored options are shown in alphabetical order
+    (Sage.score_messages), so the position there, not in the internal list; a generated pick answered the list as
+    numbered (`pick.option`)."""
+    scored = next((d for d in rec.decisions if d.kind == "option_scores" and d.purpose == "ground"), None)
+    if scored is not None and pick.option:
+        shown = sorted(scored.options, key=action_key)
+        keys = [action_key(o) for o in shown]
+        if action_key(pick.action) in keys:
+            return str(keys.index(action_key(pick.action)) + 1)
+    return pick_position(pick.option)
+
+
+def pick_bias(steps) -> Counter:
+    """What Sage's scored picks follow: how often the pick is a `move ...` (against the share of `move` options
+    offered), the longest option (against the chance of a pick at random), Swift's own top choice (against chance)."""
+    out: Counter = Counter()
+    for r in steps:
+        scored = next((d for d in r.decisions if d.kind == "option_scores" and d.purpose == "ground"), None)
+        pick = next((d for d in r.decisions if d.kind == "sage_pick"), None)
+        if scored is None or pick is None or not scored.options:
+            continue
+        opts = scored.options
+        n = len(opts)
+        longest = max(len(o) for o in opts)
+        top = r.swift_valid_ranked[0].action if r.swift_valid_ranked else None
+        out["picks"] += 1
+        out["move"] += verb_of(pick.action) == "move"
+        out["move_offered"] += sum(verb_of(o) == "move" for o in opts) / n
+        out["longest"] += len(pick.action) == longest
+        out["longest_chance"] += sum(len(o) == longest for o in opts) / n
+        if top is not None and any(action_key(o) == action_key(top) for o in opts):
+            out["swift_top_offered"] += 1
+            out["swift_top"] += action_key(pick.action) == action_key(top)
+            out["swift_top_chance"] += 1 / n
+    return out
+
+
 def episode_metrics(ep: Episode) -> dict[str, Any]:
     """One row per episode: outcome plus mechanism activity, from the step records."""
     h, steps, s = ep.header, ep.steps, ep.summary
@@ -58,7 +97,7 @@ def episode_metrics(ep: Episode) -> dict[str, Any]:
     calls = Counter(c.purpose for r in steps for c in r.llm_calls)
     llm_errors = sum(1 for r in steps for c in r.llm_calls if c.error)
     failures = Counter(llm_failure(c) for r in steps for c in r.llm_calls if c.error)
-    picks = Counter(pick_position(d.option) for r in steps for d in r.decisions if d.kind == "sage_pick")
+    picks = Counter(shown_position(r, d) for r in steps for d in r.decisions if d.kind == "sage_pick")
     n = len(steps)
     row: dict[str, Any] = {
         "preset": (h.config or {}).get("preset", "") if isinstance(h.config, dict) else "",
@@ -72,6 +111,7 @@ def episode_metrics(ep: Episode) -> dict[str, Any]:
         "machine": dict(h.machine or {}),
         "gate1_repairs": dict(repairs), "systems": dict(systems), "llm_calls": dict(calls),
         "llm_errors": llm_errors, "llm_failures": dict(failures), "sage_picks": dict(picks),
+        "sage_pick_bias": {k: round(v, 4) for k, v in pick_bias(steps).items()},
         "seconds": round(sum(r.timings.get("total", 0.0) for r in steps), 3),
         "sage_seconds": round(sum(r.timings.get("sage", 0.0) for r in steps), 3),
     }
@@ -146,12 +186,13 @@ def aggregate(rows: Iterable[dict[str, Any]], gold_lengths: dict[str, float],
         activity = {k: round(statistics.mean(r["activity"].get(k, 0) for r in ok), 4) for k in keys} if ok else {}
         detail: dict[str, Counter] = {name: Counter() for name in ("gate1_drops", "stagnation_modes", "critic",
                                                                    "writes", "triggers", "llm_calls",
-                                                                   "llm_failures", "sage_picks")}
+                                                                   "llm_failures", "sage_picks",
+                                                                   "sage_pick_bias")}
         for r in ok:
             for name, c in detail.items():
                 c.update(r.get(name, {}))
         out[p] = {**m, "groups": groups, "activity": activity,
-                  "totals": {k: dict(v.most_common()) for k, v in detail.items()},
+                  "totals": {k: {x: round(y, 4) for x, y in v.most_common()} for k, v in detail.items()},
                   "errors": [{"task": r["task"], "variation": r["variation"], "error": r["error"]}
                              for r in rs if r["reason"] == "error"],
                   "steps_total": sum(r["steps"] for r in ok),

@@ -10,6 +10,7 @@ from typing import Any
 from ..config import EvalConfig
 from ..env import catalog
 from ..trace import list_traces, read_episode
+from . import decision_value
 from .metrics import GROUPS, MECHANISM_COLUMNS, aggregate, episode_metrics
 from .paired import paired_section
 from .spec import SPEC_FILE, TRACES, job_from_key
@@ -63,6 +64,9 @@ def build_results(out: Path, wall_s: float | None = None, extra: dict[str, Any] 
            **(extra or {})}
     res["provenance"] = provenance(rows, order)
     res["paired"] = paired_section(rows, order)
+    dv = decision_value.load(out)
+    if dv is not None:  # written by benchmarks/decision_value.py: the summary here, every decision in its own file
+        res["decision_values"] = {"settings": dv.get("settings", {}), "summary": dv.get("summary", {})}
     if wall_s is not None:
         res["wall_s"] = round(wall_s, 1)
     return res
@@ -149,6 +153,7 @@ def markdown(res: dict[str, Any]) -> str:
     lines += picks_markdown(res)
     lines += llm_calls_markdown(res)
     lines += paired_markdown(res)
+    lines += decision_values_markdown(res)
     tasks = {}
     for p in order:
         for t, v in res["presets"][p]["per_task"].items():
@@ -195,14 +200,15 @@ def mixed_code_line(prov: dict[str, Any]) -> str | None:
 
 
 def picks_markdown(res: dict[str, Any]) -> list[str]:
-    """Where Sage's picks stood in the numbered list it was shown: a model that chooses by meaning spreads them;
-    one that answers by position piles them on one number."""
+    """Where Sage's picks stood in the list as the model read it (alphabetical when it scores the options): a model
+    that chooses by meaning spreads them; one that answers by position piles them on one number. Then what the
+    scored picks follow: the verb `move`, the longest option, Swift's own top choice, each against its chance."""
     order = [p for p in res["preset_order"] if res["presets"][p]["totals"].get("sage_picks")]
     if not order:
         return []
     totals = {p: res["presets"][p]["totals"]["sage_picks"] for p in order}
     keys = sorted({k for t in totals.values() for k in t}, key=lambda k: (not k.isdigit(), int(k) if k.isdigit() else 0))
-    lines = ["", "### Sage's picks by their position in the list it was shown (totals)", "",
+    lines = ["", "### Sage's picks by their position in the list as the model read it (totals)", "",
              "| position | " + " | ".join(PRESET_LABEL.get(p, p) for p in order) + " |", "|---|" + "---|" * len(order)]
     for k in keys:
         lines.append(f"| {'a command of its own' if k == 'own' else k} | " +
@@ -213,6 +219,60 @@ def picks_markdown(res: dict[str, Any]) -> list[str]:
         return f"{100 * t[k] / sum(t.values()):.0f}% ({'its own commands' if k == 'own' else f'position {k}'})"
 
     lines.append("| **largest share** | " + " | ".join(largest(t) for t in totals.values()) + " |")
+    bias = {p: res["presets"][p]["totals"].get("sage_pick_bias") or {} for p in order}
+    if any(b.get("picks") for b in bias.values()):
+        def share(b: dict, k: str, of: str, chance: str) -> str:
+            n = b.get(of, 0)
+            return f"{100 * b.get(k, 0) / n:.0f}% (chance {100 * b.get(chance, 0) / n:.0f}%)" if n else "-"
+        lines += ["", "Scored picks (the list in alphabetical order) that are ...", "",
+                  "| pick | " + " | ".join(PRESET_LABEL.get(p, p) for p in order) + " |",
+                  "|---|" + "---|" * len(order),
+                  "| a `move ...` command (share offered) | " +
+                  " | ".join(share(b, "move", "picks", "move_offered") for b in bias.values()) + " |",
+                  "| the longest option | " +
+                  " | ".join(share(b, "longest", "picks", "longest_chance") for b in bias.values()) + " |",
+                  "| Swift's own top choice (when offered) | " +
+                  " | ".join(share(b, "swift_top", "swift_top_offered", "swift_top_chance") for b in bias.values())
+                  + " |"]
+    return lines
+
+
+def decision_values_markdown(res: dict[str, Any]) -> list[str]:
+    """What each mechanism's decisions changed against the road not taken (agent_core.evaluate.decision_value)."""
+    dv = res.get("decision_values") or {}
+    summary = dv.get("summary") or {}
+    if not summary:
+        return []
+    st = dv.get("settings") or {}
+    lines = ["", "## Decision values: what each decision changed against the road not taken", "",
+             f"Two rollouts from the state before each decision, under the same continuation "
+             f"({st.get('policy', 'swift')} for {st.get('horizon', '?')} more steps, or to the step limit): one plays "
+             f"the mechanism's action, the other the action it replaced. Value: the first's score at the end less the "
+             f"second's (a lost game counts 0). Decisions whose two branches start alike changed nothing and are "
+             f"counted apart. {st.get('note', '')}".rstrip(), "",
+             "| mechanism | against | decisions | changed | mean [95% CI] | wins / losses / ties | "
+             "Short | Medium | Long |", "|---|---|---|---|---|---|---|---|---|"]
+
+    def ci(x: dict) -> str:
+        if not x.get("n"):
+            return "-"
+        if x.get("low") is None:
+            return f"{x['mean']:+.2f} (n {x['n']})"
+        return f"{x['mean']:+.2f} [{x['low']:+.2f}, {x['high']:+.2f}] (n {x['n']})"
+
+    for mech, row in summary.items():
+        g = row.get("by_group", {})
+        lines.append(f"| {row['label']} | {row['instead']} | {row['decisions']} | {row['n']} | {ci(row)} | "
+                     f"{row['wins']} / {row['losses']} / {row['ties']} | " +
+                     " | ".join(ci(g[k]) if k in g else "-" for k in ("Short", "Medium", "Long")) + " |")
+    presets = sorted({p for row in summary.values() for p in row.get("by_preset", {})})
+    if presets:
+        lines += ["", "By preset (mean [95% CI] (n)):", "",
+                  "| mechanism | " + " | ".join(PRESET_LABEL.get(p, p) for p in presets) + " |",
+                  "|---|" + "---|" * len(presets)]
+        for mech, row in summary.items():
+            bp = row.get("by_preset", {})
+            lines.append(f"| {row['label']} | " + " | ".join(ci(bp[p]) if p in bp else "-" for p in presets) + " |")
     return lines
 
 
