@@ -78,6 +78,7 @@ class Rollout:
     ended: str = HORIZON_END  # horizon | success | failure | step_limit
     cached: bool = False
     wall_s: float = 0.0
+    commit: str = ""  # the code revision that played it
 
     @property
     def end_step(self) -> int:
@@ -96,7 +97,7 @@ class Rollout:
         return {"request": self.request.to_dict(), "key": self.key, "path": self.path,
                 "first_action": self.first_action, "start_score": self.start_score, "scores": list(self.scores),
                 "ended": self.ended, "end_step": self.end_step, "final": self.final, "value": self.value,
-                "cached": self.cached, "wall_s": round(self.wall_s, 3)}
+                "cached": self.cached, "wall_s": round(self.wall_s, 3), "commit": self.commit}
 
 
 def _revision() -> str:
@@ -156,7 +157,8 @@ def read_rollout(path: Path, req: RolloutRequest | None = None, cached: bool = T
     start = ep.steps[step - 1].score if step else (ep.steps[0].score - ep.steps[0].reward if ep.steps else 0.0)
     return Rollout(request=req, key=str(branch.get("key", "")), path=str(path),
                    first_action=own[0].action if own else "", start_score=float(start),
-                   scores=[float(r.score) for r in own], ended=ep.summary.reason, cached=cached)
+                   scores=[float(r.score) for r in own], ended=ep.summary.reason, cached=cached,
+                   commit=str(branch.get("commit", "")))
 
 
 class RolloutRunner:
@@ -229,7 +231,10 @@ class RolloutRunner:
         t0 = time.perf_counter()
         cfg = self._config(ep, req)
         agent = self._agent(cfg, key)
-        branch = {"key": key, "action": req.action, "policy": req.policy, "horizon": req.horizon, "label": req.label}
+        from .provenance import code_revision
+
+        branch = {"key": key, "action": req.action, "policy": req.policy, "horizon": req.horizon, "label": req.label,
+                  "point": branch_point_digest(ep, req.step), "commit": code_revision().get("commit", "")[:12]}
         total = req.horizon + 1
         try:
             agent.fork(ep, req.step, branch=branch, run_id=path.stem)
@@ -263,6 +268,41 @@ class RolloutRunner:
         if self._env is not None:
             self._env.close()
             self._env = None
+
+
+def find_rollouts(dirs: Iterable[str | Path], ep, step: int | None = None, policy: str | None = None,
+                  horizon: int | None = None) -> list[Rollout]:
+    """The finished rollouts kept in `dirs` that branch from `ep` (at `step`, or at any step), whatever code
+    revision played them (each names its own): found by what the episode was up to their branch point, so a copy
+    of the episode elsewhere finds them too. Newest last; one per (step, action, policy, horizon)."""
+    found: dict[tuple, Rollout] = {}
+    points: dict[int, str] = {}
+    for d in dirs:
+        d = Path(d)
+        if not d.is_dir():
+            continue
+        for path in sorted(d.glob("rollout-*.jsonl"), key=lambda p: p.stat().st_mtime):
+            try:
+                with path.open(encoding="utf-8") as f:
+                    head = json.loads(f.readline())
+            except (OSError, ValueError):
+                continue
+            info = (head.get("header", head) if isinstance(head, dict) else {}).get("parent") or {}
+            branch = info.get("branch") or {}
+            k = info.get("step")
+            if (not isinstance(k, int) or not branch or info.get("run_id") != ep.header.run_id
+                    or (step is not None and k != step) or not 0 <= k <= len(ep.steps)
+                    or (policy is not None and branch.get("policy") != policy)
+                    or (horizon is not None and branch.get("horizon") != horizon)):
+                continue
+            if k not in points:
+                points[k] = branch_point_digest(ep, k)
+            if branch.get("point") != points[k]:
+                continue
+            r = read_rollout(path)
+            if r is not None:
+                found[(k, r.request.action, r.request.policy, r.request.horizon)] = r
+    return list(found.values())
 
 
 # ----------------------------------------------------------------- many at once
@@ -303,7 +343,7 @@ class Outcome:
 def _from_dict(d: dict[str, Any]) -> Rollout:
     return Rollout(request=RolloutRequest(**d["request"]), key=d["key"], path=d["path"],
                    first_action=d["first_action"], start_score=d["start_score"], scores=list(d["scores"]),
-                   ended=d["ended"], cached=d["cached"], wall_s=d["wall_s"])
+                   ended=d["ended"], cached=d["cached"], wall_s=d["wall_s"], commit=d.get("commit", ""))
 
 
 def run_rollouts(requests: Sequence[RolloutRequest], workers: int = 1, out: str | Path = ROLLOUTS_DIR,

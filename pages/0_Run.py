@@ -32,7 +32,7 @@ import streamlit as st  # noqa: E402
 from session import continue_run, live_run  # noqa: E402
 from session.agent_factory import settings_key  # noqa: E402
 from session.llm import DEFAULT_EMBEDDED  # noqa: E402
-from views import follow, render_episode, share  # noqa: E402
+from views import follow, render_episode, roads, share  # noqa: E402
 from views.common import WHAT, md_code  # noqa: E402
 from views.continue_boxes import fork_box, parent_line  # noqa: E402
 from views.memory_panels import follow_open_request  # noqa: E402
@@ -105,8 +105,12 @@ else:
         records = list(agent.records)
         if header.parent:
             parent_line(header.parent, str(agent.trace_path))
+        trace = agent.trace_path
+        branch_view = (lambda: roads.branch_traces(roads.render_roads(
+            str(trace), types.SimpleNamespace(header=header, steps=records), len(records)))) \
+            if trace is not None and not run.running and job is None else None
         render_episode(header, records, len(records), agent.summary, recorded=False,
-                       next_hint=live_run.next_hint(agent))
+                       next_hint=live_run.next_hint(agent), roads=branch_view)
         if agent.trace_path is not None:
             st.caption(f"Recorded to {md_code(agent.trace_path)}: open it later under *Recorded episode*. The class "
                        f"follows it live at **{follow.class_link()}** (from another machine, use this machine's "

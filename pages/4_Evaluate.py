@@ -16,7 +16,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import pandas as pd  # noqa: E402
 import streamlit as st  # noqa: E402
 
-from agent_core.evaluate import load_results  # noqa: E402
+from agent_core.evaluate import decision_value, load_results  # noqa: E402
 from agent_core.evaluate.report import mixed_code_line  # noqa: E402
 from views import evaluation as ev  # noqa: E402
 from views.common import md_code, md_text  # noqa: E402
@@ -143,6 +143,41 @@ if res.get("paired"):
             except Exception:  # noqa: BLE001 - the page runs on its own (tests): give the link as text
                 link = f"compare?a={q['a']}&b={q['b']}&step={q['step']}"
                 st.markdown(f"Compare: {md_code(link)}")
+
+if res.get("decision_values"):
+    dv_set = res["decision_values"].get("settings") or {}
+    st.subheader("Decision values: what each decision changed")
+    st.caption("For every step where a mechanism changed the action, two copies of the game branch from the state "
+               "before it: one plays the mechanism's action, the other the action it replaced (Swift's own, the "
+               f"dropped one, the original guess), then "
+               f"{md_text(decision_value.POLICY_WORDS.get(dv_set.get('policy', 'swift'), dv_set.get('policy')))} plays on for "
+               f"{md_text(dv_set.get('horizon', '?'))} steps. The value is the first branch's score less the second's. "
+               "An interval that contains 0 means these decisions cannot be told from no decision. These rollouts "
+               "are measurements after the fact: the agent never looks ahead when it plays. "
+               + md_text(dv_set.get("note", "")))
+    st.dataframe(pd.DataFrame(ev.decision_value_rows(res)), hide_index=True, width="stretch")
+    st.plotly_chart(ev.decision_value_figure(res), width="stretch", key="eval_decision_values")
+    drows = ev.decision_rows(decision_value.load(Path(path)))
+    if drows:
+        ddf = pd.DataFrame(drows)
+        dpick = st.dataframe(ddf.drop(columns=["trace", "with_path", "without_path"]), hide_index=True,
+                             width="stretch", key="eval_decisions", on_select="rerun", selection_mode="single-row",
+                             height=300, column_config={"value": st.column_config.NumberColumn(format="%+g")})
+        dsel = dpick.selection.rows if dpick is not None and hasattr(dpick, "selection") else []
+        if dsel:
+            d = ddf.iloc[dsel[0]]
+            links = [("the episode at this step", "pages/0_Run.py", {"trace": sources.link_path(d["trace"]),
+                                                                     "step": str(d["step"])})]
+            if d["with_path"] and d["without_path"] and Path(d["with_path"]).exists() and \
+                    Path(d["without_path"]).exists():
+                links.append(("the two branches side by side", "pages/5_Compare.py",
+                              {"a": sources.link_path(d["without_path"]), "b": sources.link_path(d["with_path"]),
+                               "step": str(d["step"])}))
+            for text, page, q in links:
+                try:
+                    st.page_link(page, label=f"Open {text}", icon="🔀", query_params=q)
+                except Exception:  # noqa: BLE001 - the page runs on its own (tests): give the link as text
+                    st.markdown(f"Open {text}: {md_code(page + '?' + '&'.join(f'{k}={v}' for k, v in q.items()))}")
 
 st.subheader("Episodes")
 st.caption("Select a row to open the episode on the Run page, or next to the same task and variation under "

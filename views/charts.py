@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Iterable, Sequence
 
 # pandas before plotly, at import time: plotly looks pandas up in sys.modules when it builds a figure, and a
 # second browser session doing so while the first is still importing pandas got a half-initialised module
@@ -184,8 +184,14 @@ def timeline_figure(records: list[StepRecord], cursor: int | None = None,
     return fig
 
 
-def score_figure(records: list[StepRecord], cursor: int | None = None) -> go.Figure:
-    """Score per step, reward markers, background shaded by the acting system."""
+BRANCH_COLORS = ("#a0527a", "#2a7f62", "#b8860b", "#4b6cb7", "#8c564b", "#6b6b6b")
+
+
+def score_figure(records: list[StepRecord], cursor: int | None = None,
+                 branches: Sequence[dict] = ()) -> go.Figure:
+    """Score per step, reward markers, background shaded by the acting system; `branches` (views.roads): roads
+    not taken, dashed from the step they leave the episode (the action played under the same continuation
+    solid-dotted)."""
     fig = go.Figure()
     seg_start = 0
     for i in range(1, len(records) + 1):
@@ -208,10 +214,18 @@ def score_figure(records: list[StepRecord], cursor: int | None = None) -> go.Fig
                                 "line": {"width": 1, "color": "white"}},
                         hovertext=[f"step {r.step}: reward {r.reward:+g}<br>{_h(r.action, 60)}" for r in rew],
                         hoverinfo="text")
+    for i, b in enumerate(branches):
+        xs = list(range(b["step"], b["step"] + len(b["scores"]) + 1))
+        ys = [b["start"]] + list(b["scores"])
+        fig.add_scatter(x=xs, y=ys, mode="lines+markers", name=_h(b["label"], 50),
+                        line={"color": SCORE_LINE if b.get("played") else BRANCH_COLORS[i % len(BRANCH_COLORS)],
+                              "width": 2, "dash": "dot" if b.get("played") else "dash"}, marker={"size": 4},
+                        hovertext=[f"{_h(b['label'], 60)}<br>step {x}: score {y:g}" for x, y in zip(xs, ys)],
+                        hoverinfo="text")
     if cursor:
         fig.add_vline(x=cursor, line_width=2, line_dash="dot", line_color=SCORE_LINE)
-    low = min([0.0] + [r.score for r in records])
-    n = max((r.step for r in records), default=1)
+    low = min([0.0] + [r.score for r in records] + [y for b in branches for y in b["scores"]])
+    n = max([r.step for r in records] + [b["step"] + len(b["scores"]) for b in branches] or [1])
     fig.update_layout(height=280, margin={"l": 10, "r": 10, "t": 30, "b": 30},
                       legend={"orientation": "h", "y": 1.15, "x": 0},
                       # room above 100 for a reward's label (+85 at the top was cut off)

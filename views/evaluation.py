@@ -135,3 +135,64 @@ def attribution_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
                         "step": r["diverged_at"], "mechanism": r["mechanism"], "kind": r["kind"],
                         "what": r["detail"], "trace": r["trace"], "trace_ref": r["trace_ref"]})
     return out
+
+
+def _ci(x: dict[str, Any]) -> str:
+    if not x.get("n"):
+        return "-"
+    if x.get("low") is None:
+        return f"{x['mean']:+.2f} (one decision)"
+    return f"{x['mean']:+.2f} [{x['low']:+.2f}, {x['high']:+.2f}]"
+
+
+def decision_value_rows(res: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per mechanism: what its decisions changed against the road not taken (decision_values.json)."""
+    out = []
+    for mech, r in ((res.get("decision_values") or {}).get("summary") or {}).items():
+        g = r.get("by_group", {})
+        out.append({"mechanism": r["label"], "against": r["instead"], "decisions": r["decisions"],
+                    "changed the action": r["n"], "mean value [95% CI]": _ci(r), "won": r["wins"], "lost": r["losses"],
+                    "tied": r["ties"], "excludes 0": bool(r["n"] > 1 and r.get("low") is not None and
+                                                         (r["low"] > 0 or r["high"] < 0)),
+                    **{k: _ci(g[k]) if k in g else "-" for k in ("Short", "Medium", "Long")}})
+    return out
+
+
+def decision_value_figure(res: dict[str, Any]) -> go.Figure:
+    """Each mechanism's mean decision value with its 95% interval, per preset."""
+    summary = (res.get("decision_values") or {}).get("summary") or {}
+    order = res.get("preset_order", [])
+    fig = go.Figure()
+    presets = [p for p in order if any(p in r.get("by_preset", {}) for r in summary.values())]
+    for p in presets:
+        xs, ys, lo, hi, ns = [], [], [], [], []
+        for r in summary.values():
+            x = r.get("by_preset", {}).get(p)
+            if not x or not x.get("n"):
+                continue
+            xs.append(r["label"])
+            ys.append(x["mean"])
+            lo.append(x["mean"] - x["low"] if x.get("low") is not None else 0)
+            hi.append(x["high"] - x["mean"] if x.get("high") is not None else 0)
+            ns.append(x["n"])
+        fig.add_bar(x=xs, y=ys, name=label(p), marker_color=preset_color(p, order),
+                    error_y={"type": "data", "symmetric": False, "array": hi, "arrayminus": lo},
+                    hovertext=[f"{label(p)} · {x}: {y:+.2f} over {n} decisions" for x, y, n in zip(xs, ys, ns)],
+                    hoverinfo="text")
+    fig.add_hline(y=0, line_width=1, line_color="#888")
+    fig.update_layout(barmode="group", height=360, margin={"l": 10, "r": 10, "t": 30, "b": 30},
+                      yaxis={"title": "score difference at the horizon"}, legend={"orientation": "h", "y": 1.12})
+    return fig
+
+
+def decision_rows(data: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Every measured decision: where, what it played, against what, both branches' scores and the value."""
+    out = []
+    for d in (data or {}).get("decisions", []):
+        out.append({"mechanism": d["mechanism"], "preset": d["preset"], "task": d["task"], "variation": d["variation"],
+                    "step": d["step"], "played": d["with_first"] or d["played"],
+                    "instead": d["without_first"] or d["instead"] or "", "with": d["with_final"],
+                    "without": d["without_final"], "value": d["value"],
+                    "note": d["error"] or ("the same action: changed nothing" if d["value"] is None else d["detail"]),
+                    "trace": d["trace"], "with_path": d["with_path"], "without_path": d["without_path"]})
+    return out

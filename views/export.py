@@ -58,6 +58,25 @@ def _step_data(rec: StepRecord, header) -> dict[str, Any]:
     }
 
 
+def _branch_scatter(fig: go.Figure, drawn, step: int) -> list[int]:
+    """The roads not taken at `step` as hidden dashed lines (the page shows those of the step it shows); their
+    indices in the figure."""
+    from .branches import branch_traces
+    from .charts import BRANCH_COLORS
+
+    idx = []
+    for i, b in enumerate(branch_traces(drawn)):
+        xs = list(range(b["step"], b["step"] + len(b["scores"]) + 1))
+        ys = [b["start"]] + list(b["scores"])
+        idx.append(len(fig.data))
+        fig.add_scatter(x=xs, y=ys, mode="lines+markers", visible=False, name=html.escape(b["label"][:60]),
+                        line={"color": SCORE_LINE if b["played"] else BRANCH_COLORS[i % len(BRANCH_COLORS)],
+                              "width": 2, "dash": "dot" if b["played"] else "dash"}, marker={"size": 4},
+                        hovertext=[f"{html.escape(b['label'][:60])}<br>step {x}: score {y:g}" for x, y in zip(xs, ys)],
+                        hoverinfo="text")
+    return idx
+
+
 def _score_figure(ep: Episode) -> go.Figure:
     xs = [0] + [r.step for r in ep.steps]
     ys = [0.0] + [r.score for r in ep.steps]
@@ -75,15 +94,23 @@ def _score_figure(ep: Episode) -> go.Figure:
     return fig
 
 
-def episode_html(ep: Episode) -> str:
+def episode_html(ep: Episode, branches: dict | None = None) -> str:
+    """`branches`: {step shown: [(label, rollout)]} (views.branches.episode_branches): the roads not taken that
+    were rolled out, drawn on the chart at their step with a sentence each."""
+    from .branches import sentences
+
     h = ep.header
     preset = (h.config or {}).get("preset", "?") if isinstance(h.config, dict) else "?"
     end = (f"{ep.summary.reason}, final score {ep.summary.final_score:g}" if ep.summary else "unfinished")
     data = {"task": h.task, "variation": h.variation, "preset": preset, "description": h.task_description,
             "end": end, "mechanisms": h.mechanisms, "initial": h.initial_observation[:600],
             "steps": [_step_data(r, h) for r in ep.steps],
-            "parts": [[n, c] for _k, n, c in SCORE_PARTS]}
-    fig = _score_figure(ep).to_json()
+            "parts": [[n, c] for _k, n, c in SCORE_PARTS], "roads": {}}
+    figure = _score_figure(ep)
+    for step, drawn in sorted((branches or {}).items()):
+        data["roads"][str(step)] = {"traces": _branch_scatter(figure, drawn, step),
+                                    "sentences": sentences(drawn, step)}
+    fig = figure.to_json()
     title = f"{h.task} v{h.variation} · {preset} · SwiftSage Explorer"
     parts = {"__TITLE__": html.escape(title), "__PLOTLY__": get_plotlyjs(),
              "__DATA__": script_json(json.dumps(data, ensure_ascii=False)), "__FIG__": script_json(fig)}
@@ -102,9 +129,11 @@ def script_json(text: str) -> str:
 
 
 def export_episode(trace: str | Path, out: str | Path) -> Path:
+    from .branches import episode_branches
+
     ep = read_episode(trace, tolerant=True)
     out = Path(out)
-    out.write_text(episode_html(ep), encoding="utf-8")
+    out.write_text(episode_html(ep, episode_branches(ep)), encoding="utf-8")
     return out
 
 
@@ -145,6 +174,10 @@ _TEMPLATE = """<!doctype html>
    <div id="srm"></div></div>
   <div class="card"><h3>Memory retrievals</h3><div id="mem"></div></div>
  </div>
+ <div class="card" style="margin-top:14px"><h3>Roads not taken</h3><div id="roads"></div>
+  <div class="muted">From the state before this step, the action played and its alternatives were each played out
+  in a copy of the game, Swift alone playing on. For looking back only: the agent never looks ahead when it plays.
+  </div></div>
  <p class="muted">Exported from SwiftSage Explorer: one file, no server. Everything here comes from the episode's
  step records.</p>
 </main>
@@ -162,6 +195,11 @@ function show(t) {
   t = Math.max(0, Math.min(D.steps.length, t)); slider.value = t;
   $("pos").textContent = `step ${t} of ${D.steps.length}`;
   Plotly.relayout("score", {"shapes[0].x0": t, "shapes[0].x1": t});
+  const road = D.roads[String(t)];
+  const all = Object.values(D.roads).flatMap(r => r.traces);
+  if (all.length) Plotly.restyle("score", {visible: all.map(i => !!road && road.traces.includes(i))}, all);
+  $("roads").innerHTML = road ? "<ul>" + road.sentences.map(x => `<li>${esc(x)}</li>`).join("") + "</ul>"
+    : '<span class="muted">none rolled out at this step</span>';
   if (t === 0) {
     $("narration").textContent = "The episode starts. " + D.initial.slice(0, 300);
     $("narration").style.borderLeftColor = "#888";

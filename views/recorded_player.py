@@ -11,7 +11,7 @@ from typing import Callable
 import streamlit as st
 
 from agent_core.trace import TraceError, has_summary, list_traces, read_episode
-from views import follow, render_episode, sources, tour
+from views import follow, render_episode, roads, sources, tour
 from views.common import WHAT, clip, md_code, md_text
 from views.continue_boxes import fork_box, parent_line, resume_box
 from views.episode_search import KINDS as SEARCH_KINDS, next_hit, search
@@ -26,9 +26,11 @@ def _load_episode(path: str, mtime: float, size: int):
 
 @st.cache_data(show_spinner=False, max_entries=4)
 def _episode_html(path: str, mtime: float, size: int) -> str:
+    from views.branches import episode_branches
     from views.export import episode_html
 
-    return episode_html(read_episode(path, tolerant=True))
+    ep = read_episode(path, tolerant=True)
+    return episode_html(ep, episode_branches(ep))
 
 
 @st.cache_data(show_spinner=False, max_entries=2048)
@@ -190,7 +192,7 @@ def recorded_view(on_fork: Callable[[str, int, str, bool], None], on_resume: Cal
                            file_name=f"{Path(path).stem}.html", mime="text/html", key="run_export", width="stretch",
                            help="The whole episode in a single file that opens offline in any browser, no app "
                                 "needed: step slider, narration, plan, buffer, Gate-1, retrievals with their score "
-                                "bars, the score chart.")
+                                "bars, the score chart with the roads not taken rolled out so far.")
         fork_box(path, ep, t, on_fork)
         try:
             st.page_link("pages/6_Ask.py", label="Ask the agent about this episode", icon="💬",
@@ -202,7 +204,8 @@ def recorded_view(on_fork: Callable[[str, int, str, bool], None], on_resume: Cal
     resume_box(path, ep, on_resume)
     if ep.header.parent:
         parent_line(ep.header.parent, path)
-    render_episode(ep.header, ep.steps, t, ep.summary, recorded=True, hits=tuple(hits))
+    render_episode(ep.header, ep.steps, t, ep.summary, recorded=True, hits=tuple(hits),
+                   roads=lambda: roads.branch_traces(roads.render_roads(path, ep, t)))
     if S.get("run_playing") and t < n:
         # the page is drawn; hold it, then show the next step (Pause or any click ends the wait)
         time.sleep(float(S.get("run_play_every", 2.0)))

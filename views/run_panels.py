@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any
+from typing import Any, Callable, Sequence
 
 import streamlit as st
 
@@ -36,18 +36,20 @@ def records_key(records: list[StepRecord]) -> tuple:
 
 @st.cache_resource(show_spinner=False, max_entries=256)
 def _figure(kind: str, run_id: str, key: int, cursor: int | None, mechanisms: tuple[str, ...],
-            _records: list[StepRecord], hits: tuple[int, ...] = ()) -> Any:
+            _records: list[StepRecord], hits: tuple[int, ...] = (), branches_key: str = "",
+            _branches: tuple = ()) -> Any:
     if kind == "timeline":
         return timeline_figure(_records, cursor, mechanisms=mechanisms, hits=hits)
-    return score_figure(_records, cursor)
+    return score_figure(_records, cursor, branches=_branches)
 
 
 def shared_figure(kind: str, header, records: list[StepRecord], cursor: int | None,
-                  mechanisms: tuple[str, ...] = ("swift", "sage"), hits: tuple[int, ...] = ()) -> Any:
+                  mechanisms: tuple[str, ...] = ("swift", "sage"), hits: tuple[int, ...] = (),
+                  branches: Sequence[dict] = ()) -> Any:
     """The timeline or score figure, built once per server for every browser showing the same steps (thirty
     students following one run draw it once, not thirty times). Callers only read the figure."""
     return _figure(kind, getattr(header, "run_id", ""), hash(records_key(records)), cursor, mechanisms, records,
-                   hits)
+                   hits, json.dumps(list(branches), sort_keys=True), tuple(branches))
 
 
 # ----------------------------------------------------------------------------- words from records
@@ -304,14 +306,19 @@ def render_buffer(header: EpisodeHeader, records: list[StepRecord], t: int) -> N
         st.caption(" · ".join(f"**{k}**: {v}" for k, v in MAPPING_WORDS.items()))
 
 
-def render_score(header: EpisodeHeader, records: list[StepRecord], t: int, *, cursor: int | None) -> None:
+def render_score(header: EpisodeHeader, records: list[StepRecord], t: int, *, cursor: int | None,
+                 roads: Callable[[], Sequence[dict]] | None = None) -> None:
+    """The score chart; `roads` (views.roads) draws its panel below the chart and gives the branches to draw."""
     st.markdown("**Score trajectory**")
     st.caption(WHAT["score"])
     if not records:
         st.caption("No steps yet.")
         return
-    st.plotly_chart(shared_figure("score", header, records, cursor), key="run_score_chart", width="stretch",
-                    config={"displayModeBar": False})
+    chart = st.container()
+    branches = list(roads()) if roads is not None else []
+    with chart:
+        st.plotly_chart(shared_figure("score", header, records, cursor, branches=branches), key="run_score_chart",
+                        width="stretch", config={"displayModeBar": False})
 
 
 # ----------------------------------------------------------------------------- the step list
@@ -470,7 +477,7 @@ def render_narration(header: EpisodeHeader, records: list[StepRecord], t: int, r
 
 def render_episode(header: EpisodeHeader, records: list[StepRecord], t: int, summary: EpisodeSummary | None, *,
                    recorded: bool, next_hint: str | None = None, lazy_steps: bool = False,
-                   hits: tuple[int, ...] = ()) -> None:
+                   hits: tuple[int, ...] = (), roads: Callable[[], Sequence[dict]] | None = None) -> None:
     """Everything about step t of an episode, from its records only (live and recorded views share it); `hits`
     are the steps a search found, marked on the timeline."""
     cursor = t if recorded else None  # a dotted line marks the replayed step on both charts
@@ -486,5 +493,5 @@ def render_episode(header: EpisodeHeader, records: list[StepRecord], t: int, sum
         render_plan(header, records, t)
     with right:
         render_buffer(header, records, t)
-    render_score(header, records, t, cursor=cursor)
+    render_score(header, records, t, cursor=cursor, roads=roads)
     render_step_list(header, records, t, key="run_list_rec" if recorded else "run_list_live", lazy=lazy_steps)

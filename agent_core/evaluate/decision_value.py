@@ -29,6 +29,7 @@ from ..actions import action_key
 from ..decisions import FocusReview, SagePick, T1Retry
 from ..rollout import DEFAULT_HORIZON, ROLLOUTS_DIR, Outcome, RolloutRequest, run_rollouts
 from ..trace import Episode, read_episode
+from .metrics import shown_position
 from .paired import t_interval
 
 MECHANISMS = ("sage_pick", "focus_review", "gate1_drop", "critic", "t1_retry")
@@ -81,7 +82,8 @@ def decision_points(ep: Episode, preset: str = "", mechanisms: Sequence[str] = M
             ev = rec.trigger.evidence if rec.trigger is not None else {}
             add("focus_review", rec, ev.get("swift_action") or None, review.picked or "none yet")
         elif pick is not None and rec.system == "sage" and action_key(pick.action) == action_key(rec.action):
-            add("sage_pick", rec, None, f"option {pick.option} of {pick.of}" if pick.option else "its own command")
+            add("sage_pick", rec, None, f"option {shown_position(rec, pick)} of {pick.of} as the model read them"
+                if pick.option else "its own command")
         if rec.system == "critic" and rec.critic is not None and rec.critic.status == "called":
             add("critic", rec, None, rec.critic.diagnosis[:160])
         t1 = kinds.get(T1Retry)
@@ -185,6 +187,9 @@ def summarize(values: Sequence[DecisionValue], groups: dict[str, str] | None = N
         row["by_group"] = {k: _stats(by_group[k]) for k in ("Short", "Medium", "Long") if k in by_group}
         out[mech] = row
     return out
+
+
+POLICY_WORDS = {"swift": "Swift alone", "own": "the episode's own preset"}
 
 
 def evaluation_points(eval_dir: Path, presets: Iterable[str] | None = None,

@@ -246,7 +246,7 @@ def decision_values_markdown(res: dict[str, Any]) -> list[str]:
     st = dv.get("settings") or {}
     lines = ["", "## Decision values: what each decision changed against the road not taken", "",
              f"Two rollouts from the state before each decision, under the same continuation "
-             f"({st.get('policy', 'swift')} for {st.get('horizon', '?')} more steps, or to the step limit): one plays "
+             f"({decision_value.POLICY_WORDS.get(st.get('policy', 'swift'), st.get('policy'))} for {st.get('horizon', '?')} more steps, or to the step limit): one plays "
              f"the mechanism's action, the other the action it replaced. Value: the first's score at the end less the "
              f"second's (a lost game counts 0). Decisions whose two branches start alike changed nothing and are "
              f"counted apart. {st.get('note', '')}".rstrip(), "",

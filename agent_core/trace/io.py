@@ -287,11 +287,15 @@ def has_summary(path: str | Path) -> bool:
     return tail.startswith(b'{"kind": "summary"')
 
 
+ROLLOUTS = "rollouts"  # the folder rollouts are kept in (runs/rollouts, assets/episodes/rollouts)
+
+
 def list_traces(*roots: str | Path) -> list[Path]:
-    """All trace files under the given folders, newest first."""
+    """All trace files under the given folders, newest first; rollouts (a `rollouts` folder, agent_core.rollout)
+    are branches of these episodes, not episodes of their own, and are left out."""
     found: list[Path] = []
     for root in roots:
         r = Path(root)
         if r.exists():
-            found.extend(p for p in r.rglob("*.jsonl") if p.is_file())
+            found.extend(p for p in r.rglob("*.jsonl") if p.is_file() and ROLLOUTS not in p.relative_to(r).parts[:-1])
     return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)
