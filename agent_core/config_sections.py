@@ -102,6 +102,13 @@ class SageConfig:
     # 1.5B model copies its plan's long phrases; pmi also rewards length, since words alone cost ~7 nats a token),
     # so the mean stays (docs/BENCHMARKS_JOURNAL.md). The focus review always uses the mean
     pick_rule: str = "mean"
+    # when Sage's scored pick replaces Swift's action: "best" (always: the best-scored option is played); "margin"
+    # (only when its score beats the runner-up's by at least `accept_margin`, else Sage defers and Swift's action
+    # stands); "agree" (only when Swift ranks it among its first `accept_top_k` valid actions, else Sage defers).
+    # Chosen by decision value on dev (docs/EVALUATION.md: benchmarks/sage_pick_rules.py)
+    accept: str = "best"
+    accept_margin: float = 0.2
+    accept_top_k: int = 3
     look_chars: int = 900  # the room description shown to Sage is clipped to this
     history_obs_chars: int = 160  # each past observation in Sage's prompts is clipped to this
     temperature: float = 0.0

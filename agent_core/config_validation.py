@@ -24,6 +24,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "sage.choose_reply": ("number", "command"),
     "sage.pick": ("score", "generate"),
     "sage.pick_rule": ("pmi", "mean"),
+    "sage.accept": ("best", "margin", "agree"),
     "controller.critical_review": ("unsure", "always"),
     "controller.focus_review": ("choose", "replan"),
     "controller.invalid_rule": ("top1", "ranked"),

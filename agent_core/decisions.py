@@ -150,10 +150,12 @@ class SageFallback(Decision):
 
     kind: str = "sage_fallback"
     group: ClassVar[str] = "sage"
-    reason: str = "failed"  # failed | nothing_passed | no_focus_target
-    error: str = ""
+    reason: str = "failed"  # failed | nothing_passed | no_focus_target | deferred (sage.accept)
+    error: str = ""  # failed: the error; deferred: why Sage's pick was not played
 
     def describe(self) -> str:
+        if self.reason == "deferred":
+            return f"Sage deferred to Swift: {self.error}; Swift's action stands"
         if self.reason == "failed":
             return f"Sage failed ({self.error}); falling back to Swift's action"
         if self.reason == "no_focus_target":

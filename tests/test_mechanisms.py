@@ -394,3 +394,25 @@ def test_the_embedded_model_scores_the_same_whatever_the_order():
     seen = [abs(a - b) / n for a, b, n in zip(together.logprobs, direct.logprobs, direct.tokens)]
     assert min(seen) > 0.5, seen  # so the bound above tells a clean read from a contaminated one, option by option
     assert len(set(round(x, 3) for x in spare)) > 1  # a real model: the options differ in themselves
+
+
+def test_the_accept_rule_decides_whether_sages_pick_replaces_swifts_action():
+    """`sage.accept`: best (the best-scored option is always played), margin (only when it beats the runner-up by
+    accept_margin), agree (only when Swift ranks it among its first accept_top_k). A deferred call keeps the scores
+    and says why; no action, so Swift's stands."""
+    valid = ["move block to table", "go to hallway", "pick up block", "look at table"]
+    close = {"move block to table": -1.0, "pick up block": -1.1, "go to hallway": -3.0, "look at table": -4.0}
+    clear = {**close, "pick up block": -2.0}
+    swift = ["go to hallway", "look at table", "pick up block", "move block to table"]
+
+    def think(table, **cfg):
+        llm = ScriptedBackend(lambda t: PLAN, scorer=lambda turn, option: table[option])
+        return Sage(llm, dataclasses.replace(Sage(llm).cfg, **cfg)).think(_ctx(valid, swift))
+
+    assert think(close).actions == ["move block to table"] and not think(close).deferred
+    res = think(close, accept="margin", accept_margin=0.2)
+    assert res.actions == [] and "by only 0.10" in res.deferred and res.scores[0][0] == "move block to table"
+    assert think(clear, accept="margin", accept_margin=0.2).actions == ["move block to table"]
+    res = think(clear, accept="agree", accept_top_k=3)
+    assert res.actions == [] and "first 3 valid actions" in res.deferred
+    assert think(clear, accept="agree", accept_top_k=4).actions == ["move block to table"]

@@ -77,6 +77,9 @@ def actor_sentence(rec: StepRecord, header: EpisodeHeader | None = None) -> str:
         if rec.system == "sage":
             picked = "it picked" if any(c.purpose in ("ground", "focus_review") for c in rec.llm_calls) else "it chose"
             return f"{lead}: {picked} {_q(rec.action)}."
+        if rec.system == "swift" and any(d.kind == "sage_fallback" and d.reason == "deferred" for d in rec.decisions):
+            return (f"{lead}; Sage's own pick was not clear enough to overrule Swift, so Swift's {_q(rec.action)} "
+                    f"was taken.")
         if rec.system == "swift":
             return f"{lead}; Sage gave nothing better, so Swift's {_q(rec.action)} was taken."
         return f"{lead}; the action was {_q(rec.action)}."

@@ -108,6 +108,9 @@ def consequence(rec: StepRecord) -> str:
         return "This step's action comes from the buffer the Critic filled."
     if any(c.error for c in rec.llm_calls):
         return "Sage was called but its model call failed, so Swift's action was taken."
+    deferred = next((d for d in rec.decisions if d.kind == "sage_fallback" and d.reason == "deferred"), None)
+    if deferred is not None:
+        return f"Sage was called but deferred to Swift ({md_text(deferred.error)}), so Swift's action was taken."
     return "Sage was called but none of its actions fitted the game, so Swift's action was taken."
 
 

@@ -83,6 +83,9 @@ class SageTurn:
         if res.error:
             w.emit(SageFallback(reason="failed", error=str(res.error)))
             return None, ""
+        if res.deferred:
+            w.emit(SageFallback(reason="deferred", error=res.deferred))
+            return None, ""
         if not res.actions:
             return None, ""
         st.buffer = deque(Buffered(a, "sage") for a in res.actions)

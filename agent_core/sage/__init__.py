@@ -15,6 +15,7 @@ water at the sink"), so parsing is tolerant and records what failed; mapping goe
 """
 from __future__ import annotations
 
+import math
 import re
 import time
 from dataclasses import dataclass, field
@@ -162,6 +163,7 @@ class SageResult:
     score_rule: str = "mean"  # how `scores` were made (sage.pick_rule): mean | pmi
     # pmi: each option's summed log-probability as the reply here, and as the reply to a prompt without the state
     score_parts: dict[str, tuple[float, float]] = field(default_factory=dict)
+    deferred: str = ""  # sage.accept: why the scored pick was not played (Swift's action stands), in words
 
 
 @dataclass
@@ -409,6 +411,28 @@ class Sage:
         res.seconds = time.perf_counter() - t0
         return res
 
+    def _accept(self, res: SageResult, ctx: SageContext) -> SageResult:
+        """`sage.accept`: whether the scored pick replaces Swift's action, or Sage defers (no action: Swift's
+        stands). The scores stay in the result either way."""
+        rule = self.cfg.accept
+        if rule == "best" or res.error or not res.scores or not res.actions:
+            return res
+        best, first = res.scores[0]
+        if rule == "margin":
+            gap = first - res.scores[1][1] if len(res.scores) > 1 else math.inf
+            if gap >= self.cfg.accept_margin:
+                return res
+            why = (f"Sage's best-scored option '{best}' beat the runner-up '{res.scores[1][0]}' by only {gap:.2f} "
+                   f"(sage.accept_margin {self.cfg.accept_margin:g})")
+        else:
+            top = [action_key(a) for a in list(ctx.swift_ranked)[: self.cfg.accept_top_k]]
+            if action_key(best) in top:
+                return res
+            why = (f"Swift does not rank Sage's best-scored option '{best}' among its first {self.cfg.accept_top_k} "
+                   f"valid actions (sage.accept = agree)")
+        res.actions, res.picked_how, res.deferred = [], [], why
+        return res
+
     def think(self, ctx: SageContext) -> SageResult:
         """Plan, then ground. Any LLM failure is recorded and returned, never raised."""
         t0 = time.perf_counter()
@@ -427,7 +451,7 @@ class Sage:
                 call, ranked = self._score("ground", self.score_messages(ctx, plan_call.output, res.options),
                                            res.options)
                 if ranked is not None:
-                    return self._take_scores(res, call, ranked, t0)
+                    return self._accept(self._take_scores(res, call, ranked, t0), ctx)
                 res.problems.append("grounding: this backend cannot score options; the model wrote its pick")
         if self.cfg.grounding == "numbered" and ctx.valid:
             res.options = res.options or self.options(ctx, res.plan)
