@@ -249,3 +249,24 @@ def test_focus_review_chooses_among_the_targets_or_none(tmp_path, sw_env, reply,
         assert any("none of the" in n and "'look around'" in n for n in r.notes)
     else:
         assert r.action.startswith("focus on") and any("gave no focus target" in n for n in r.notes)
+
+
+@pytest.mark.jvm
+@pytest.mark.model
+def test_a_deferred_pick_leaves_swifts_action_and_says_so(tmp_path, sw_env):
+    """sage.accept = margin: every option scores alike, so Sage defers: the step is Swift's, the record keeps the
+    scores and the deferral, and the narration says why Sage did not overrule Swift."""
+    from views.narration import narrate
+
+    llm = ScriptedBackend(lambda p: PLAN, scorer=lambda turn, option: -1.0)
+    agent = _agent(tmp_path, ["go to hallway"] * 3, llm, sw_env, accept="margin", stuck_window=1)
+    agent.start("boil", catalog().get("boil").test[0], split="test")
+    recs = [agent.step() for _ in range(2)]
+    called = next(r for r in recs if any(c.purpose == "plan" for c in r.llm_calls))
+    kinds = [d.kind for d in called.decisions]
+    # Swift's own action, through the last safeguard (from the hallway, 'go to hallway' is not valid)
+    assert called.system == "swift" and (called.action == "go to hallway" or "safeguard" in kinds)
+    assert "option_scores" in kinds and "sage_pick" not in kinds
+    deferred = next(d for d in called.decisions if d.kind == "sage_fallback")
+    assert deferred.reason == "deferred" and "by only 0.00" in deferred.error
+    assert "not clear enough to overrule Swift" in " ".join(narrate(called, agent.writer.header))
