@@ -74,6 +74,15 @@ def _score_traces(at) -> list[str]:
     return []
 
 
+def _runs_with(episode, tmp_path: Path) -> tuple[Path, Path]:
+    """A runs folder holding a copy of the episode (the page's own folder, its rollouts cache beside it)."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    trace = runs / episode.path.name
+    shutil.copy(episode.path, trace)
+    return runs, trace
+
+
 def _page(monkeypatch, runs: Path, trace: Path):
     from streamlit.testing.v1 import AppTest
 
@@ -92,10 +101,7 @@ def _page(monkeypatch, runs: Path, trace: Path):
 @pytest.mark.jvm
 @pytest.mark.model
 def test_roads_are_played_out_on_demand_and_drawn(monkeypatch, tmp_path, episode):
-    runs = tmp_path / "runs"
-    runs.mkdir()
-    trace = runs / episode.path.name
-    shutil.copy(episode.path, trace)
+    runs, trace = _runs_with(episode, tmp_path)
     at = _page(monkeypatch, runs, trace)
     rows = _roads_md(at)
     assert rows and all("not played out yet" in r for r in rows)
@@ -131,10 +137,7 @@ def test_roads_are_played_out_on_demand_and_drawn(monkeypatch, tmp_path, episode
 @pytest.mark.jvm
 @pytest.mark.model
 def test_a_visitor_sees_the_roads_but_cannot_start_rollouts(monkeypatch, tmp_path, episode):
-    runs = tmp_path / "runs"
-    runs.mkdir()
-    trace = runs / episode.path.name
-    shutil.copy(episode.path, trace)
+    runs, trace = _runs_with(episode, tmp_path)
     monkeypatch.setenv("SWIFTSAGE_SHARE", "1")
     monkeypatch.setenv("SWIFTSAGE_PASSCODE", "a-long-teacher-passcode")
     at = _page(monkeypatch, runs, trace)
@@ -180,10 +183,7 @@ def test_roads_in_chromium_and_in_the_offline_export(monkeypatch, tmp_path, epis
 
     if not CHROMIUM.exists():
         pytest.skip("Debian's chromium is missing (bash scripts/setup.sh --tests installs it)")
-    runs = tmp_path / "runs"
-    runs.mkdir()
-    trace = runs / episode.path.name
-    shutil.copy(episode.path, trace)
+    runs, trace = _runs_with(episode, tmp_path)
     parent = read_episode(trace)
     made = _made_roads(parent, runs)
     with served_app(runs, ROOT / "tests" / "artifacts" / "roads_server.log") as url, chromium_page() as page:
