@@ -86,8 +86,8 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
         {"amm.enabled": True, "srm.enabled": True, "amm.warmup": False},
     ),
     # LLM-free: what each mechanism that needs no model adds to Swift alone, measured paired against "swift"
-    "swift": ("Swift alone: no Sage and no LLM call (controller.sage_enabled off); Swift sets an unsure focus aside "
-              "since nobody can review it. The reference for the LLM-free mechanisms.", {"controller.sage_enabled": False}),
+    "swift": ("Swift alone: no Sage and no LLM call (controller.sage_enabled off); every action, a focus included, is "
+              "Swift's own. The reference for the LLM-free mechanisms.", {"controller.sage_enabled": False}),
     "swift-gate1": ("Swift + Gate-1: every action is checked (not valid, no-op, target unseen) and a dropped one gives "
                     "way to Swift's next-ranked action; the stagnation detector runs but, with no Critic, changes "
                     "nothing. No LLM.", {"controller.sage_enabled": False, "srm.enabled": True,

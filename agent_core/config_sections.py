@@ -129,9 +129,10 @@ class ControllerConfig:
     # the last safeguard before the JVM: only a valid action of the state (or a menu number) is sent; anything
     # else becomes 'look around' with a note. Off only in tests that play invalid text on purpose
     only_valid_actions: bool = True
-    # "unsure": Sage reviews a focus only when Swift's margin among the focus targets is below
-    # swift.focus_margin (a sure Swift acts); "always": every focus goes to Sage (SwiftSage's rule)
-    critical_review: str = "unsure"
+    # "off" (default): no focus goes to Sage, Swift's focus acts; "unsure": Sage reviews a focus only when Swift's
+    # margin among the focus targets is below swift.focus_margin; "always": every focus goes to Sage (SwiftSage's
+    # rule). Off because on dev the 1.5B default's reviews cost points against Swift's focus (docs/EVALUATION.md)
+    critical_review: str = "off"
     # how Sage reviews a critical focus: "choose" (one short call: which of the focus targets in view, or none
     # yet) or "replan" (SwiftSage: the Q1-Q5 plan and the numbered grounding, from scratch)
     focus_review: str = "choose"

@@ -25,7 +25,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "sage.pick": ("score", "generate"),
     "sage.pick_rule": ("pmi", "mean"),
     "sage.accept": ("best", "margin", "agree"),
-    "controller.critical_review": ("unsure", "always"),
+    "controller.critical_review": ("off", "unsure", "always"),
     "controller.focus_review": ("choose", "replan"),
     "controller.invalid_rule": ("top1", "ranked"),
     "llm.backend": ("embedded", "openai", "scripted"),

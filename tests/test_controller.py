@@ -56,6 +56,7 @@ def test_invalid_trigger_sage_buffer_and_return_to_swift(tmp_path, sw_env):
 def test_critical_trigger_on_focus(tmp_path, sw_env):
     agent = _agent(tmp_path, lambda s, v: next(a for a in v if a.startswith("focus on")),
                    [PLAN, "look around"], sw_env)
+    agent.cfg.controller.critical_review = "unsure"  # on (off by default); no margin: the focus is reviewed
     agent.cfg.controller.focus_review = "replan"  # SwiftSage's review (the "choose" review: test_sage_choices.py)
     _start(agent)
     r = agent.step()

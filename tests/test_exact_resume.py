@@ -89,8 +89,9 @@ def _agent(scenario: str, root: Path, env, seed_store: Path, copy_store: bool = 
     store = root / "store"
     if copy_store and not store.exists():
         shutil.copytree(seed_store, store)
+    # the critical trigger on (off by default): resume must rebuild a focus review too
     cfg = apply_overrides(preset(name), {**ov, "amm.store_dir": str(store), "amm.warmup": False,
-                                         "amm.reflection": "off"})
+                                         "amm.reflection": "off", "controller.critical_review": "unsure"})
     return Agent(cfg, ScriptedSwift(_swift, on_memory=_swift_retry), _llm(cfg.sage.grounding == "free"), env=env,
                  runs_dir=root)
 

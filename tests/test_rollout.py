@@ -61,7 +61,9 @@ def test_a_branch_replays_plays_the_action_and_swift_plays_on(parent, runner):
     branch = read_episode(r.path)
     info = branch.header.parent
     assert info["step"] == 3 and info["trace"] == str(parent.path)
-    assert info["branch"] == {"key": r.key, "action": other, "policy": "swift", "horizon": 4, "label": "test"}
+    assert info["branch"] == {"key": r.key, "action": other, "policy": "swift", "horizon": 4, "label": "test",
+                              "point": ro.branch_point_digest(parent, 3), "commit": r.commit}
+    assert r.commit and ro.find_rollouts([Path(r.path).parent], parent, 3, "swift", 4)
     assert [s.replayed for s in branch.steps] == [True] * 3 + [False] * 5
     assert [s.action for s in branch.steps[:3]] == [s.action for s in parent.steps[:3]]
     first = branch.steps[3]

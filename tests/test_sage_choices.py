@@ -88,8 +88,9 @@ def test_build_choices_ranks_the_rest_by_similarity_to_the_plan():
 
 
 def _agent(tmp_path, swift, llm, sw_env, **settings):
-    """settings: controller.* or sage.* fields by name."""
+    """settings: controller.* or sage.* fields by name. The critical trigger is on (`unsure`; off by default)."""
     cfg = preset("baseline")
+    cfg.controller.critical_review = "unsure"
     for k, v in settings.items():
         setattr(cfg.controller if hasattr(cfg.controller, k) else cfg.sage, k, v)
     return Agent(cfg, ScriptedSwift(swift), llm, env=sw_env, runs_dir=tmp_path)
@@ -168,7 +169,8 @@ def test_critical_review_offers_the_focus_targets(tmp_path, sw_env):
 
 @pytest.mark.jvm
 def test_sure_focus_acts_and_unsure_focus_is_reviewed(tmp_path, sw_env):
-    """controller.critical_review="unsure": a focus Swift is sure of (margin >= swift.focus_margin) acts."""
+    """controller.critical_review="unsure": a focus Swift is sure of (margin >= swift.focus_margin) acts; "off"
+    (the default): even a focus Swift is unsure of acts, and Sage is not called."""
     from agent_core.swift.model import SwiftProposal
 
     class FocusSwift(ScriptedSwift):
@@ -183,8 +185,10 @@ def test_sure_focus_acts_and_unsure_focus_is_reviewed(tmp_path, sw_env):
                                  focus_margin=self.margin)
 
     task = "find-living-thing"
-    for margin, reviewed in ((0.9, False), (0.1, True)):
+    for margin, rule, reviewed in ((0.9, "unsure", False), (0.1, "unsure", True), (0.1, "off", False)):
         cfg = preset("baseline")
+        assert cfg.controller.critical_review == "off"
+        cfg.controller.critical_review = rule
         cfg.swift.focus_margin = 0.5
         llm = ScriptedBackend(lambda p: PLAN if "Answer the five questions" in p else "2")
         agent = Agent(cfg, FocusSwift(margin), llm, env=sw_env, runs_dir=tmp_path)
@@ -192,6 +196,9 @@ def test_sure_focus_acts_and_unsure_focus_is_reviewed(tmp_path, sw_env):
         r = agent.step()
         assert (r.trigger is not None and r.trigger.name == "critical") == reviewed
         assert r.system == ("sage" if reviewed else "swift")
+        assert bool(r.llm_calls) == reviewed
+        if not reviewed:  # Swift's own focus, its likeliest target
+            assert r.action.startswith("focus on") and r.swift_valid_ranked[0].action == r.action
 
 
 @pytest.mark.jvm
@@ -233,7 +240,9 @@ def test_focus_review_chooses_among_the_targets_or_none(tmp_path, sw_env, reply,
 
     task = "find-living-thing"
     swift = ScriptedSwift(lambda s, v: next(a for a in v if a.startswith("focus on")))
-    agent = Agent(preset("baseline"), swift, ScriptedBackend(llm), env=sw_env, runs_dir=tmp_path)
+    cfg = preset("baseline")
+    cfg.controller.critical_review = "unsure"
+    agent = Agent(cfg, swift, ScriptedBackend(llm), env=sw_env, runs_dir=tmp_path)
     agent.start(task, catalog().get(task).test[0], split="test")
     r = agent.step()
     assert r.trigger.name == "critical" and [c.purpose for c in r.llm_calls] == ["focus_review"]

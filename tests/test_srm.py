@@ -39,7 +39,8 @@ def _llm(critic_reply=CRITIC, ground="look at sink"):
 
 
 def _agent(tmp_path, env, swift, llm=None, name="srm", **overrides):
-    cfg = apply_overrides(preset(name), overrides) if overrides else preset(name)
+    # the critical trigger on (off by default), as the focus rules here need it
+    cfg = apply_overrides(preset(name), {"controller.critical_review": "unsure", **overrides})
     return Agent(cfg, ScriptedSwift(swift), llm or _llm(), env=env, runs_dir=tmp_path)
 
 

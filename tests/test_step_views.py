@@ -305,6 +305,9 @@ def test_switching_rules_are_worded_from_the_runs_own_config():
     cfg.swift.focus_margin = 0.5
     words = "\n".join(rules(cfg.to_dict()))
     assert "rates no valid action at least -1.5" in words and "`controller.invalid_rule = ranked`" in words
+    assert "no focus goes to Sage (`controller.critical_review = off`)" in words and "focus_margin" not in words
+    cfg.controller.critical_review = "unsure"
+    words = "\n".join(rules(cfg.to_dict()))
     assert "below 0.5 (`swift.focus_margin`)" in words
     cfg.controller.invalid_rule, cfg.controller.critical_review = "top1", "always"
     words = "\n".join(rules(cfg.to_dict()))

@@ -69,7 +69,10 @@ def rules(config: dict[str, Any]) -> list[str]:
         invalid = (f"**invalid**: Swift rates no valid action at least {c.get('invalid_min_score', -1.5):g} "
                    f"(mean log-probability per token; `controller.invalid_rule = ranked`)")
     critical = f"**critical**: Swift proposes a key decision ({prefixes}) that can end the task"
-    if c.get("critical_review", "always") == "unsure":
+    if c.get("critical_review", "always") == "off":
+        critical = (f"**critical**: off: a key decision ({prefixes}) is Swift's own, and no focus goes to Sage "
+                    f"(`controller.critical_review = off`)")
+    elif c.get("critical_review", "always") == "unsure":
         m = sw.get("focus_margin", 0.0)
         critical += (f", and it is unsure which object: its probability margin between the two likeliest focus "
                      f"targets in view is below {m:g} (`swift.focus_margin`); a sure focus is taken without Sage")

@@ -24,7 +24,9 @@ class Switching:
                 "" if cc.invalid_rule == "top1" else
                 f" (no valid action scores above {cc.invalid_min_score:g} per token)"),
                                {"swift_top1": prop.top1, "rule": cc.invalid_rule}))
-        if cc.critical_review == "always":  # SwiftSage: the action or Swift's unconstrained guess is a focus
+        if cc.critical_review == "off":  # Swift's focus acts; no focus goes to Sage
+            critical = False
+        elif cc.critical_review == "always":  # SwiftSage: the action or Swift's unconstrained guess is a focus
             critical = action.startswith(cc.critical_prefixes) or prop.top1.lower().startswith(cc.critical_prefixes)
         else:  # "unsure": the action to be taken is a focus, and Swift is not sure of its object
             sure = (prop.focus_margin is not None and prop.focus_margin >= self.cfg.swift.focus_margin
