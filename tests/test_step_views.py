@@ -321,6 +321,9 @@ def test_the_sage_streak_rule_is_listed_only_where_the_run_had_it():
 
     cfg = preset("baseline")
     assert any("**swift_forced**: after 2 Sage calls in a row" in r for r in rules(cfg.to_dict()))
+    assert not any("unsure of becomes" in r for r in rules(cfg.to_dict()))  # critical_review = off: never happens
+    cfg.controller.critical_review = "unsure"
+    assert any("unsure of becomes its best other action" in r for r in rules(cfg.to_dict()))
     cfg.controller.sage_streak_limit = 0
     assert not any("swift_forced" in r for r in rules(cfg.to_dict()))
     old = cfg.to_dict()

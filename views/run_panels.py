@@ -86,8 +86,10 @@ def rules(config: dict[str, Any]) -> list[str]:
         f"**buffer_failed**: back to Swift when {md_text(limit)} buffered actions fail in a row "
         f"({md_code(f'controller.buffer_fail_limit = {limit}')})",
     ] + ([f"**swift_forced**: after {md_text(streak)} Sage calls in a row with no step of Swift's own between them, "
-          f"Swift acts once whatever fired ({md_code(f'controller.sage_streak_limit = {streak}')}; a focus Swift is "
-          f"unsure of becomes its best other action)"] if (streak := c.get("sage_streak_limit", 0)) else [])
+          f"Swift acts once whatever fired ({md_code(f'controller.sage_streak_limit = {streak}')}"
+          + ("" if c.get("critical_review", "always") == "off" else
+             "; a focus Swift is unsure of becomes its best other action") + ")"]
+         if (streak := c.get("sage_streak_limit", 0)) else [])
 
 
 def consequence(rec: StepRecord) -> str:
